@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build and the tests need, then configures
+# and builds zerolayer (Release) into build/. Safe to run again: packages that
+# are present are skipped, and the build is incremental.
+#   scripts/setup.sh            # install + build
+#   BUILD_TYPE=Debug scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git python3 python3-venv
+  libgtest-dev libcli11-dev nlohmann-json3-dev libpcre2-dev
+  libsentencepiece-dev libxxhash-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Python packages the Python-side tests use live in .venv (git-ignored).
+if [ -s requirements-test.txt ]; then
+  if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+  .venv/bin/pip install -q -r requirements-test.txt
+fi
+
+BUILD_TYPE="${BUILD_TYPE:-Release}"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >/dev/null
+cmake --build build -j "$(nproc)"

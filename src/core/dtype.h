@@ -1,0 +1,55 @@
+// Element types of tensors in model files, and scalar conversions to f32.
+// Block-quantized types (Q8_0, Q4_0) have a block of elements per unit; use
+// dtype_row_bytes for byte sizes, which checks divisibility and overflow.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+namespace zl {
+
+enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0 };
+
+const char* dtype_name(DType dtype);
+// Elements per block (1 for plain types, 32 for Q8_0/Q4_0).
+int64_t dtype_block_elems(DType dtype);
+// Bytes per block.
+int64_t dtype_block_bytes(DType dtype);
+// Bytes for num_elems elements; nullopt on overflow or a partial block.
+std::optional<uint64_t> dtype_bytes(DType dtype, uint64_t num_elems);
+
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Round to nearest even, as torch does; NaN stays NaN.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+inline float f16_to_f32(uint16_t h) {
+  _Float16 x;
+  std::memcpy(&x, &h, 2);
+  return static_cast<float>(x);
+}
+
+inline uint16_t f32_to_f16(float f) {
+  _Float16 x = static_cast<_Float16>(f);
+  uint16_t h;
+  std::memcpy(&h, &x, 2);
+  return h;
+}
+
+// Converts num_elems elements of `dtype` at src (unaligned is fine) to f32.
+void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems);
+
+}  // namespace zl

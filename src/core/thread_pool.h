@@ -1,0 +1,51 @@
+// A persistent pool of worker threads for data-parallel kernels. Threads are
+// created once; each parallel_for wakes them (spin, then sleep on a condition
+// variable when idle), the calling thread takes a share of the work, and the
+// call returns when every share is done. Only one thread may call
+// parallel_for at a time (the thread that owns the model).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace zl {
+
+class ThreadPool {
+ public:
+  // num_threads counts the caller: 1 means no workers, everything inline.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls fn(begin, end) over disjoint ranges covering [0, n), split into
+  // num_threads() contiguous chunks (each a multiple of `grain` but the last).
+  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
+                    int64_t grain = 1);
+
+ private:
+  void worker_loop(int index);
+  void run_chunk(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  const std::function<void(int64_t, int64_t)>* task_ = nullptr;
+  int64_t task_n_ = 0;
+  int64_t task_grain_ = 1;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  bool stop_ = false;
+};
+
+// Default thread count: the number of online cores.
+int default_num_threads();
+
+}  // namespace zl

@@ -1,0 +1,96 @@
+#include "test_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace zl::test {
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct TempRoot {
+  std::string path;
+  TempRoot() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base ? base : "/tmp") + "/zltest.XXXXXX";
+    char* made = mkdtemp(tmpl.data());
+    path = made ? made : "/tmp";
+  }
+  ~TempRoot() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+std::string golden_path(const std::string& rel) {
+  return std::string(ZL_SOURCE_DIR) + "/tests/golden/" + rel;
+}
+
+std::string shared_path(const std::string& rel) {
+  std::string root = ZL_SHARED_DIR;
+  if (!std::filesystem::is_directory(root)) return "";
+  return root + "/" + rel;
+}
+
+std::string temp_dir() {
+  static TempRoot root;
+  return root.path;
+}
+
+std::string write_temp_file(const std::string& name, const std::string& bytes) {
+  std::string path = temp_dir() + "/" + name;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+CommandResult run_cli(const std::vector<std::string>& args, const std::string& input) {
+  static int counter = 0;
+  std::string base = temp_dir() + "/cli" + std::to_string(counter++);
+  std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
+  {
+    std::ofstream in(in_path, std::ios::binary);
+    in << input;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    int in_fd = open(in_path.c_str(), O_RDONLY);
+    int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(in_fd, 0);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    std::vector<char*> argv;
+    std::string exe = ZL_CLI_PATH;
+    argv.push_back(exe.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_all(out_path);
+  r.err = read_all(err_path);
+  return r;
+}
+
+}  // namespace zl::test

@@ -1,0 +1,27 @@
+// Helpers shared by the tests: where data lives, temporary files, and running
+// the CLI as a subprocess.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace zl::test {
+
+// <repo>/tests/golden/<rel>
+std::string golden_path(const std::string& rel);
+// ../shared/<rel>, or "" when the shared folder is missing (tests then skip).
+std::string shared_path(const std::string& rel);
+// A fresh directory under $TMPDIR, removed at process exit.
+std::string temp_dir();
+// Writes bytes to a file in temp_dir(); returns its path.
+std::string write_temp_file(const std::string& name, const std::string& bytes);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs the zerolayer binary with args (no shell), feeding `input` on stdin.
+CommandResult run_cli(const std::vector<std::string>& args, const std::string& input = "");
+
+}  // namespace zl::test
