@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""Make tiny random-weight Hugging Face checkpoints and their golden logits.
+
+Oracle: Hugging Face transformers (eager attention, float32 compute). The C++
+model tests load each checkpoint folder, prefill the first `num_prefill`
+tokens of `token_ids` in one batch, decode the rest one token at a time, and
+compare every logits row against `logits.f32`.
+
+Regenerate (from the repository root; CPU only, ~1 minute):
+
+    python3 -m venv .venv-golden
+    .venv-golden/bin/pip install torch transformers safetensors
+    .venv-golden/bin/python scripts/golden/make_logit_goldens.py
+
+Written with torch 2.15.0 and transformers 5.24.0. Outputs are seeded and
+deterministic for a given torch version; other versions may change the
+random weights (and so every byte), which is fine: the goldens are
+self-consistent, regenerate them all together.
+
+Output, one folder per model under tests/golden/logits/<name>/:
+    config.json, generation_config.json      as save_pretrained writes them
+                                             (see CONFIG FORMAT below)
+    model.safetensors                        or model-0000k-of-0000n.safetensors
+                                             + model.safetensors.index.json
+    logits.f32    raw little-endian float32, shape [48, vocab]; row t holds
+                  the logits after consuming token_ids[0..t]
+    golden.json   token ids, shapes, tolerance, versions
+
+CONFIG FORMAT. transformers 5 serializes RoPE settings as one
+"rope_parameters" dict ({"rope_type", "rope_theta", ...}), whereas
+checkpoints written by transformers 4 (most of the Hub: Llama 3, Qwen 2.5,
+Mistral) carry top-level "rope_theta" plus "rope_scaling". The C++ loader
+must read both, so the models marked config_format="legacy" below have their
+config.json rewritten to the transformers-4 layout after saving; the golden
+logits are always computed from the model re-loaded from the folder on disk,
+so transformers itself vouches that the rewritten config means the same model.
+
+Weights: normal(0, 0.2) for matrices (std 0.02 gives nearly flat logits),
+1 + normal(0, 0.1) for RMSNorm weights, normal(0, 0.2) for biases.
+"""
+
+import json
+import math
+import os
+import re
+import shutil
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never wait on the network
+
+import torch
+import transformers
+from transformers import (
+    GenerationConfig,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+torch.set_num_threads(1)
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT_ROOT = os.path.join(REPO_ROOT, "tests", "golden", "logits")
+
+VOCAB = 256
+SEQ_LEN = 48
+NUM_PREFILL = 32
+REL_TOL = 1e-4          # tolerance stated in golden.json for the C++ test
+SELF_CHECK_REL = 1e-5   # incremental (KV cache) vs one-shot forward, here
+
+COMMON = dict(
+    vocab_size=VOCAB,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    max_position_embeddings=256,
+    bos_token_id=0,
+    eos_token_id=[1, 2],
+    hidden_act="silu",
+)
+
+# LLAMA3_* are picked so the 8 rotary frequencies of a 16-wide head land in
+# all three llama3 regions; main() prints the classification.
+LLAMA3_THETA = 500.0
+LLAMA3_ORIG_CTX = 200
+
+MODELS = [
+    dict(
+        name="llama-gqa-tied", seed=1001, cls=LlamaForCausalLM, cfg_cls=LlamaConfig,
+        cfg=dict(num_key_value_heads=2, tie_word_embeddings=True, rms_norm_eps=1e-5,
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        save_dtype=torch.float32, config_format="legacy", max_shard_size=None),
+    dict(
+        name="llama3-rope", seed=1002, cls=LlamaForCausalLM, cfg_cls=LlamaConfig,
+        cfg=dict(num_key_value_heads=4, tie_word_embeddings=False, attention_bias=False,
+                 rms_norm_eps=1e-5,
+                 rope_parameters={"rope_type": "llama3", "rope_theta": LLAMA3_THETA,
+                                  "factor": 8.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0,
+                                  "original_max_position_embeddings": LLAMA3_ORIG_CTX}),
+        save_dtype=torch.float32, config_format="legacy", max_shard_size=None),
+    dict(
+        name="qwen2-bias", seed=1003, cls=Qwen2ForCausalLM, cfg_cls=Qwen2Config,
+        cfg=dict(num_key_value_heads=2, tie_word_embeddings=False, rms_norm_eps=1e-6,
+                 use_sliding_window=False, sliding_window=None, max_window_layers=2,
+                 rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+        save_dtype=torch.float32, config_format="legacy", max_shard_size=None),
+    dict(
+        name="mistral", seed=1004, cls=MistralForCausalLM, cfg_cls=MistralConfig,
+        cfg=dict(num_key_value_heads=1, tie_word_embeddings=False, rms_norm_eps=1e-5,
+                 sliding_window=None,
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        save_dtype=torch.float32, config_format="legacy", max_shard_size=None),
+    dict(
+        name="llama-linear-rope-bf16-sharded", seed=1005, cls=LlamaForCausalLM,
+        cfg_cls=LlamaConfig,
+        cfg=dict(num_key_value_heads=2, head_dim=32, tie_word_embeddings=False,
+                 rms_norm_eps=1e-5,
+                 rope_parameters={"rope_type": "linear", "factor": 2.0,
+                                  "rope_theta": 10000.0}),
+        save_dtype=torch.bfloat16, config_format="v5", max_shard_size="100KB"),
+    dict(
+        name="llama-f16", seed=1006, cls=LlamaForCausalLM, cfg_cls=LlamaConfig,
+        cfg=dict(num_key_value_heads=2, tie_word_embeddings=True, rms_norm_eps=1e-5,
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        save_dtype=torch.float16, config_format="v5", max_shard_size=None),
+]
+
+
+def randomize_(model, seed):
+    """Overwrite every parameter with seeded values that give lively logits."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen, dtype=torch.float32)
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * noise)
+            else:  # matrices, embeddings and biases
+                p.copy_(0.2 * noise)
+
+
+def to_legacy_config(path):
+    """Rewrite config.json from transformers-5 rope_parameters to the
+    transformers-4 rope_theta + rope_scaling layout."""
+    with open(path) as f:
+        cfg = json.load(f)
+    rope = dict(cfg.pop("rope_parameters"))
+    cfg["rope_theta"] = rope.pop("rope_theta")
+    if rope.get("rope_type", "default") == "default":
+        cfg["rope_scaling"] = None
+    else:
+        cfg["rope_scaling"] = rope
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def write_json(path, obj):
+    """Indented JSON, but lists of numbers kept on one line (diff-friendly)."""
+    text = json.dumps(obj, indent=1)
+    text = re.sub(r"\[\s*([-0-9.e, \n]+?)\s*\]",
+                  lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text)
+    with open(path, "w") as f:
+        f.write(text + "\n")
+
+
+def llama3_regions(head_dim, rope):
+    """Classify each rotary frequency like transformers' llama3 init does."""
+    theta, n = rope["rope_theta"], rope["original_max_position_embeddings"]
+    high_wl = n / rope["high_freq_factor"]
+    low_wl = n / rope["low_freq_factor"]
+    out = []
+    for i in range(head_dim // 2):
+        inv = 1.0 / theta ** (2 * i / head_dim)
+        wl = 2 * math.pi / inv
+        region = ("high-freq kept" if wl < high_wl else
+                  "low-freq /factor" if wl > low_wl else "smoothed middle")
+        out.append((i, wl, region))
+    return high_wl, low_wl, out
+
+
+def forward_one_shot(model, ids):
+    with torch.no_grad():
+        return model(input_ids=ids[None, :], use_cache=False).logits[0].float()
+
+
+def forward_incremental(model, ids):
+    """Prefill NUM_PREFILL tokens, then decode one token at a time."""
+    with torch.no_grad():
+        out = model(input_ids=ids[None, :NUM_PREFILL], use_cache=True)
+        rows, past = [out.logits[0]], out.past_key_values
+        for t in range(NUM_PREFILL, len(ids)):
+            out = model(input_ids=ids[None, t:t + 1], past_key_values=past, use_cache=True)
+            rows.append(out.logits[0])
+            past = out.past_key_values
+    return torch.cat(rows, dim=0).float()
+
+
+def make_one(spec):
+    name = spec["name"]
+    folder = os.path.join(OUT_ROOT, name)
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+
+    torch.manual_seed(spec["seed"])
+    cfg = spec["cfg_cls"](**COMMON, **spec["cfg"])
+    cfg._attn_implementation = "eager"
+    model = spec["cls"](cfg).float()
+    randomize_(model, spec["seed"])
+    model.generation_config = GenerationConfig(bos_token_id=0, eos_token_id=[1, 2])
+
+    model.to(spec["save_dtype"])
+    kwargs = dict(safe_serialization=True)
+    if spec["max_shard_size"]:
+        kwargs["max_shard_size"] = spec["max_shard_size"]
+    model.save_pretrained(folder, **kwargs)
+    if spec["config_format"] == "legacy":
+        to_legacy_config(os.path.join(folder, "config.json"))
+    del model
+
+    # The golden comes from the folder on disk, upcast to float32: for bf16/f16
+    # checkpoints that is exactly the rounded weights the C++ side will read.
+    model = spec["cls"].from_pretrained(folder, dtype=torch.float32,
+                                        attn_implementation="eager")
+    model.eval()
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    # The (possibly rewritten) config.json must read back as the intended model.
+    assert dict(model.config.rope_parameters) == spec["cfg"]["rope_parameters"], (
+        name, model.config.rope_parameters)
+    assert model.config.tie_word_embeddings == spec["cfg"]["tie_word_embeddings"]
+
+    gen = torch.Generator().manual_seed(spec["seed"] + 7)
+    ids = torch.randint(3, VOCAB, (SEQ_LEN,), generator=gen, dtype=torch.long)
+
+    logits = forward_one_shot(model, ids)
+    assert logits.shape == (SEQ_LEN, VOCAB)
+    inc = forward_incremental(model, ids)
+    max_abs = float(logits.abs().max())
+    inc_err = float((inc - logits).abs().max())
+    assert inc_err <= SELF_CHECK_REL * max_abs, (name, inc_err, max_abs)
+
+    arr = logits.numpy().astype("<f4")
+    arr.tofile(os.path.join(folder, "logits.f32"))
+    golden = {
+        "model": name,
+        "architecture": spec["cls"].__name__,
+        "weights_dtype_on_disk": str(spec["save_dtype"]).replace("torch.", ""),
+        "config_format": spec["config_format"],
+        "token_ids": [int(x) for x in ids],
+        "num_prefill": NUM_PREFILL,
+        "vocab_size": VOCAB,
+        "logits_file": "logits.f32",
+        "logits_dtype": "float32 little-endian, row-major",
+        "shape": [SEQ_LEN, VOCAB],
+        "max_abs_logit": max_abs,
+        "tolerance": "max |ours - golden| <= 1e-4 * max_abs_logit",
+        "argmax": [int(x) for x in logits.argmax(dim=-1)],
+        "incremental_vs_one_shot_max_abs_diff": inc_err,
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+    }
+    write_json(os.path.join(folder, "golden.json"), golden)
+
+    size_kb = sum(os.path.getsize(os.path.join(folder, x)) for x in os.listdir(folder)) / 1024
+    print(f"{name:32s} max_abs_logit={max_abs:8.4f} incremental_diff={inc_err:.2e} "
+          f"files={sorted(os.listdir(folder))} size={size_kb:.0f}KB")
+
+
+def main():
+    rope = MODELS[1]["cfg"]["rope_parameters"]
+    high_wl, low_wl, regions = llama3_regions(16, rope)
+    print(f"llama3-rope: theta={rope['rope_theta']} original_ctx={rope['original_max_position_embeddings']} "
+          f"high_freq_wavelen={high_wl} low_freq_wavelen={low_wl}")
+    for i, wl, region in regions:
+        print(f"  freq {i}: wavelen {wl:9.2f} -> {region}")
+    assert {r for _, _, r in regions} == {"high-freq kept", "low-freq /factor", "smoothed middle"}
+
+    os.makedirs(OUT_ROOT, exist_ok=True)
+    only = set(sys.argv[1:])
+    for spec in MODELS:
+        if not only or spec["name"] in only:
+            make_one(spec)
+
+
+if __name__ == "__main__":
+    main()
