@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "model/rewrite_file.h"
 #include "model/safetensors_writer.h"
 #include "test_util.h"
 
@@ -71,8 +72,9 @@ TEST(SafetensorsTest, MissingFileIsNotFound) {
 
 TEST(SafetensorsTest, EveryTruncationFails) {
   std::string bytes = two_tensors().build();
+  std::string path = write_temp_file("st/trunc.safetensors", "");
   for (size_t len = 0; len < bytes.size(); ++len) {
-    std::string path = write_temp_file("st/trunc.safetensors", bytes.substr(0, len));
+    ASSERT_TRUE(test::rewrite_file(path, bytes.substr(0, len)));
     StatusOr<TensorIndex> index = read_safetensors(path);
     EXPECT_FALSE(index.ok()) << "length " << len;
     if (!index.ok()) {

@@ -1,0 +1,274 @@
+// GgufValue accessors, and the two views of GGUF metadata the engine needs:
+// the model shape (gguf_model_config) and the tokenizer vocabulary (gguf_vocab).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "model/gguf.h"
+
+namespace zl {
+
+std::optional<int64_t> GgufValue::as_int() const {
+  if (const auto* u = std::get_if<uint64_t>(&value)) {
+    if (*u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(*u);
+  }
+  if (const auto* i = std::get_if<int64_t>(&value)) return *i;
+  return std::nullopt;
+}
+
+std::optional<double> GgufValue::as_float() const {
+  if (const auto* d = std::get_if<double>(&value)) return *d;
+  if (const auto* u = std::get_if<uint64_t>(&value)) return static_cast<double>(*u);
+  if (const auto* i = std::get_if<int64_t>(&value)) return static_cast<double>(*i);
+  return std::nullopt;
+}
+
+std::optional<bool> GgufValue::as_bool() const {
+  if (const auto* b = std::get_if<bool>(&value)) return *b;
+  return std::nullopt;
+}
+
+const std::string* GgufValue::as_string() const { return std::get_if<std::string>(&value); }
+
+const std::vector<std::string>* GgufValue::as_string_array() const {
+  return std::get_if<std::vector<std::string>>(&value);
+}
+
+const std::vector<double>* GgufValue::as_float_array() const {
+  return std::get_if<std::vector<double>>(&value);
+}
+
+std::optional<std::vector<int64_t>> GgufValue::as_int_array() const {
+  if (const auto* i = std::get_if<std::vector<int64_t>>(&value)) return *i;
+  const auto* u = std::get_if<std::vector<uint64_t>>(&value);
+  if (u == nullptr) return std::nullopt;
+  std::vector<int64_t> out;
+  out.reserve(u->size());
+  for (uint64_t x : *u) {
+    if (x > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    out.push_back(static_cast<int64_t>(x));
+  }
+  return out;
+}
+
+size_t GgufValue::size() const {
+  if (type != GgufType::kArray) return 1;
+  return std::visit([](const auto& v) -> size_t {
+    if constexpr (requires { v.size(); } && !std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+      return v.size();
+    else
+      return 1;
+  }, value);
+}
+
+namespace {
+
+constexpr int64_t kNoToken = 0xffffffffll;  // llama.cpp's LLAMA_TOKEN_NULL as u32
+
+// Typed access to GGUF keys; errors name the file and the key.
+class MetaReader {
+ public:
+  explicit MetaReader(const GgufFile& g) : g_(g) {}
+
+  Status type_error(const std::string& key, const char* expected) const {
+    const GgufValue* v = g_.find(key);
+    return data_loss(g_.path, ": key ", key, ": expected ", expected, ", got ",
+                     v ? gguf_type_name(v->type) : "nothing");
+  }
+
+  StatusOr<int32_t> get_i32(const std::string& key, std::optional<int32_t> fallback = std::nullopt) const {
+    const GgufValue* v = g_.find(key);
+    if (v == nullptr) {
+      if (fallback) return *fallback;
+      return data_loss(g_.path, ": required key ", key, " is missing");
+    }
+    std::optional<int64_t> i = v->as_int();
+    if (!i || *i < std::numeric_limits<int32_t>::min() || *i > std::numeric_limits<int32_t>::max())
+      return type_error(key, "a 32-bit integer");
+    return static_cast<int32_t>(*i);
+  }
+
+  StatusOr<float> get_float(const std::string& key, std::optional<float> fallback = std::nullopt) const {
+    const GgufValue* v = g_.find(key);
+    if (v == nullptr) {
+      if (fallback) return *fallback;
+      return data_loss(g_.path, ": required key ", key, " is missing");
+    }
+    std::optional<double> d = v->as_float();
+    if (!d) return type_error(key, "a number");
+    return static_cast<float>(*d);
+  }
+
+  // "" when absent.
+  StatusOr<std::string> get_string(const std::string& key) const {
+    const GgufValue* v = g_.find(key);
+    if (v == nullptr) return std::string();
+    if (v->as_string() == nullptr) return type_error(key, "a string");
+    return *v->as_string();
+  }
+
+  StatusOr<std::optional<bool>> get_bool(const std::string& key) const {
+    const GgufValue* v = g_.find(key);
+    if (v == nullptr) return std::optional<bool>();
+    if (!v->as_bool()) return type_error(key, "a bool");
+    return v->as_bool();
+  }
+
+  // A token id; -1 when absent or stored as 0xFFFFFFFF / a negative value.
+  StatusOr<int32_t> get_token_id(const std::string& key) const {
+    const GgufValue* v = g_.find(key);
+    if (v == nullptr) return -1;
+    std::optional<int64_t> i = v->as_int();
+    if (!i) return type_error(key, "an integer");
+    if (*i < 0 || *i == kNoToken) return -1;
+    if (*i > std::numeric_limits<int32_t>::max()) return type_error(key, "a token id below 2^31");
+    return static_cast<int32_t>(*i);
+  }
+
+ private:
+  const GgufFile& g_;
+};
+
+Status read_llm_shape(const MetaReader& r, const GgufFile& g, const std::string& a, ModelConfig* c) {
+  ZL_ASSIGN_OR_RETURN(c->max_seq_len, r.get_i32(a + ".context_length"));
+  ZL_ASSIGN_OR_RETURN(c->dim, r.get_i32(a + ".embedding_length"));
+  ZL_ASSIGN_OR_RETURN(c->num_layers, r.get_i32(a + ".block_count"));
+  ZL_ASSIGN_OR_RETURN(c->hidden_dim, r.get_i32(a + ".feed_forward_length"));
+  ZL_ASSIGN_OR_RETURN(c->num_heads, r.get_i32(a + ".attention.head_count"));
+  ZL_ASSIGN_OR_RETURN(c->num_kv_heads, r.get_i32(a + ".attention.head_count_kv", c->num_heads));
+  ZL_ASSIGN_OR_RETURN(c->rms_norm_eps, r.get_float(a + ".attention.layer_norm_rms_epsilon"));
+  if (c->num_heads <= 0)
+    return data_loss(g.path, ": key ", a, ".attention.head_count = ", c->num_heads, ": must be positive");
+  // head_dim: key_length, else the rope dimension, else dim / heads.
+  ZL_ASSIGN_OR_RETURN(int32_t rope_dims, r.get_i32(a + ".rope.dimension_count", 0));
+  int32_t fallback = rope_dims > 0 ? rope_dims : c->dim / c->num_heads;
+  ZL_ASSIGN_OR_RETURN(c->head_dim, r.get_i32(a + ".attention.key_length", fallback));
+  ZL_ASSIGN_OR_RETURN(int32_t value_dim, r.get_i32(a + ".attention.value_length", c->head_dim));
+  if (value_dim != c->head_dim)
+    return unimplemented(g.path, ": key ", a, ".attention.value_length = ", value_dim,
+                         " differs from key_length ", c->head_dim);
+  if (rope_dims > 0 && rope_dims != c->head_dim)
+    return unimplemented(g.path, ": key ", a, ".rope.dimension_count = ", rope_dims,
+                         ": partial rotary embeddings (head_dim ", c->head_dim, ") are not supported");
+  return ok_status();
+}
+
+Status read_rope(const MetaReader& r, const GgufFile& g, const std::string& a, ModelConfig* c) {
+  ZL_ASSIGN_OR_RETURN(c->rope_theta, r.get_float(a + ".rope.freq_base", 10000.0f));
+  ZL_ASSIGN_OR_RETURN(std::string type, r.get_string(a + ".rope.scaling.type"));
+  ZL_ASSIGN_OR_RETURN(float legacy_linear, r.get_float(a + ".rope.scale_linear", 1.0f));
+  if (type.empty() && legacy_linear != 1.0f) {
+    c->rope_scaling.type = RopeScalingType::kLinear;
+    c->rope_scaling.factor = legacy_linear;
+  } else if (type == "linear") {
+    c->rope_scaling.type = RopeScalingType::kLinear;
+    ZL_ASSIGN_OR_RETURN(c->rope_scaling.factor, r.get_float(a + ".rope.scaling.factor"));
+  } else if (!type.empty() && type != "none") {
+    return unimplemented(g.path, ": key ", a, ".rope.scaling.type = \"", type,
+                         "\" is not supported (none, linear are)");
+  }
+  // Llama 3.1-style scaling is baked by llama.cpp into per-dimension divisors
+  // in rope_freqs.weight, which ModelConfig cannot express yet.
+  if (g.tensors.count("rope_freqs.weight") != 0)
+    return unimplemented(g.path, ": tensor rope_freqs.weight (llama3 rope scaling factors) is not supported");
+  return ok_status();
+}
+
+Status read_special_ids(const MetaReader& r, ModelConfig* c) {
+  ZL_ASSIGN_OR_RETURN(c->bos_token_id, r.get_token_id("tokenizer.ggml.bos_token_id"));
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    ZL_ASSIGN_OR_RETURN(int32_t id, r.get_token_id(key));
+    if (id >= 0 && std::find(c->eos_token_ids.begin(), c->eos_token_ids.end(), id) == c->eos_token_ids.end())
+      c->eos_token_ids.push_back(id);
+  }
+  return ok_status();
+}
+
+StatusOr<int32_t> read_vocab_size(const MetaReader& r, const GgufFile& g, const std::string& a) {
+  if (const GgufValue* tokens = g.find("tokenizer.ggml.tokens")) {
+    if (tokens->as_string_array() == nullptr) return r.type_error("tokenizer.ggml.tokens", "an array of strings");
+    if (tokens->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+      return data_loss(g.path, ": key tokenizer.ggml.tokens has too many entries");
+    return static_cast<int32_t>(tokens->size());
+  }
+  if (g.find(a + ".vocab_size") != nullptr) return r.get_i32(a + ".vocab_size");
+  auto embd = g.tensors.find("token_embd.weight");
+  if (embd != g.tensors.end() && embd->second.shape.size() == 2 &&
+      embd->second.shape[0] <= std::numeric_limits<int32_t>::max())
+    return static_cast<int32_t>(embd->second.shape[0]);
+  return data_loss(g.path, ": no vocabulary size: neither tokenizer.ggml.tokens, ", a,
+                   ".vocab_size nor token_embd.weight is present");
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> gguf_model_config(const GgufFile& g) {
+  MetaReader r(g);
+  ZL_ASSIGN_OR_RETURN(std::string arch, r.get_string("general.architecture"));
+  if (arch.empty()) return data_loss(g.path, ": required key general.architecture is missing");
+  ModelConfig c;
+  c.source_arch = arch;
+  if (arch == "llama") {
+    c.arch = Arch::kLlama;
+    c.rope_interleaved = true;  // llama.cpp's converter permutes q/k into pair order
+  } else if (arch == "qwen2") {
+    c.arch = Arch::kQwen2;
+    c.rope_interleaved = false;  // llama.cpp runs qwen2 with NEOX-style rope
+    c.attention_bias = true;
+  } else {
+    return unimplemented(g.path, ": architecture \"", arch, "\" is not supported (llama, qwen2 are)");
+  }
+  ZL_RETURN_IF_ERROR(read_llm_shape(r, g, arch, &c));
+  ZL_RETURN_IF_ERROR(read_rope(r, g, arch, &c));
+  ZL_ASSIGN_OR_RETURN(c.vocab_size, read_vocab_size(r, g, arch));
+  c.tie_word_embeddings = g.tensors.count("output.weight") == 0;
+  ZL_RETURN_IF_ERROR(read_special_ids(r, &c));
+  ZL_RETURN_IF_ERROR(validate_config(c, g.path));
+  return c;
+}
+
+StatusOr<VocabData> gguf_vocab(const GgufFile& g) {
+  MetaReader r(g);
+  VocabData v;
+  ZL_ASSIGN_OR_RETURN(v.model, r.get_string("tokenizer.ggml.model"));
+  if (v.model.empty()) return not_found(g.path, ": key tokenizer.ggml.model is missing (no tokenizer in this file)");
+  ZL_ASSIGN_OR_RETURN(v.pre, r.get_string("tokenizer.ggml.pre"));
+  const GgufValue* tokens = g.find("tokenizer.ggml.tokens");
+  if (tokens == nullptr || tokens->as_string_array() == nullptr)
+    return r.type_error("tokenizer.ggml.tokens", "an array of strings");
+  v.tokens = *tokens->as_string_array();
+  if (const GgufValue* scores = g.find("tokenizer.ggml.scores")) {
+    if (scores->as_float_array() == nullptr) return r.type_error("tokenizer.ggml.scores", "an array of floats");
+    v.scores.assign(scores->as_float_array()->begin(), scores->as_float_array()->end());
+  }
+  if (const GgufValue* types = g.find("tokenizer.ggml.token_type")) {
+    std::optional<std::vector<int64_t>> ints = types->as_int_array();
+    if (!ints) return r.type_error("tokenizer.ggml.token_type", "an array of integers");
+    for (int64_t t : *ints) {
+      if (t < std::numeric_limits<int32_t>::min() || t > std::numeric_limits<int32_t>::max())
+        return data_loss(g.path, ": key tokenizer.ggml.token_type has out-of-range value ", t);
+      v.token_types.push_back(static_cast<int32_t>(t));
+    }
+  }
+  if (const GgufValue* merges = g.find("tokenizer.ggml.merges")) {
+    if (merges->as_string_array() == nullptr) return r.type_error("tokenizer.ggml.merges", "an array of strings");
+    v.merges = *merges->as_string_array();
+  }
+  ZL_ASSIGN_OR_RETURN(v.bos_id, r.get_token_id("tokenizer.ggml.bos_token_id"));
+  ZL_ASSIGN_OR_RETURN(v.eos_id, r.get_token_id("tokenizer.ggml.eos_token_id"));
+  ZL_ASSIGN_OR_RETURN(v.unk_id, r.get_token_id("tokenizer.ggml.unknown_token_id"));
+  ZL_ASSIGN_OR_RETURN(v.pad_id, r.get_token_id("tokenizer.ggml.padding_token_id"));
+  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    ZL_ASSIGN_OR_RETURN(int32_t id, r.get_token_id(key));
+    if (id >= 0) v.eot_ids.push_back(id);
+  }
+  ZL_ASSIGN_OR_RETURN(v.add_bos, r.get_bool("tokenizer.ggml.add_bos_token"));
+  ZL_ASSIGN_OR_RETURN(v.add_eos, r.get_bool("tokenizer.ggml.add_eos_token"));
+  ZL_ASSIGN_OR_RETURN(v.add_space_prefix, r.get_bool("tokenizer.ggml.add_space_prefix"));
+  ZL_ASSIGN_OR_RETURN(v.chat_template, r.get_string("tokenizer.chat_template"));
+  return v;
+}
+
+}  // namespace zl
