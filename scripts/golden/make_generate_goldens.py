@@ -13,7 +13,9 @@ the same tokens (asserted).
 Output: tests/golden/generate/stories260K.json, a list of
     {"prompt", "prompt_ids" (BOS included), "generated_ids", "text"
      (detokenized generated_ids only, without the prompt), "stopped_at_eos",
-     "first_step_top1_id", "first_step_top1_logit", "first_step_top5_ids"}
+     "first_step_top1_id", "first_step_top1_logit", "first_step_top5_ids",
+     "min_top1_top2_margin" (smallest top-1 minus top-2 logit gap over the
+     steps: how close greedy came to a tie), "min_margin_step"}
 
 Regenerate (from the repository root; the llama-cpp-python build compiles
 llama.cpp and takes 10-20 minutes on 2 cores):
@@ -59,17 +61,19 @@ def last_logits(llm):
 def greedy(llm, prompt_ids):
     llm.reset()
     llm.eval(prompt_ids)
-    generated, first = [], None
+    generated, first, margins = [], None, []
     for _ in range(MAX_NEW_TOKENS):
         logits = last_logits(llm)
         if first is None:
             first = logits
+        top2 = np.sort(logits)[-2:]
+        margins.append(float(top2[1] - top2[0]))
         token = int(np.argmax(logits))
         generated.append(token)
         if token == llm.token_eos():
             break
         llm.eval([token])
-    return generated, first
+    return generated, first, margins
 
 
 def completion_ids(llm, prompt):
@@ -87,7 +91,7 @@ def main():
         prompt_ids = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
         assert prompt_ids[0] == llm.token_bos()
         assert len(prompt_ids) + MAX_NEW_TOKENS <= 128, "must fit the model's 128-token context"
-        generated, first = greedy(llm, prompt_ids)
+        generated, first, margins = greedy(llm, prompt_ids)
         text = llm.detokenize(generated).decode("utf-8", errors="replace")
         top5 = [int(i) for i in np.argsort(-first, kind="stable")[:5]]
 
@@ -106,6 +110,8 @@ def main():
             "first_step_top1_id": top5[0],
             "first_step_top1_logit": float(first[top5[0]]),
             "first_step_top5_ids": top5,
+            "min_top1_top2_margin": min(margins),
+            "min_margin_step": int(np.argmin(margins)),
         })
         print(f"{prompt!r} -> {prompt_ids}\n    {text!r}")
 
