@@ -3,8 +3,6 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include <algorithm>
-
 #include "tokenizer/unicode_util.h"
 
 namespace zl {
@@ -90,7 +88,7 @@ void split_piece(const Piece& piece, const Regex& regex, SplitBehavior behavior,
   switch (behavior) {
     case SplitBehavior::kRemoved:
     case SplitBehavior::kIsolated:
-      merged = spans;
+      merged.swap(spans);
       break;
     case SplitBehavior::kContiguous: {
       bool previous_match = false;
@@ -117,16 +115,18 @@ void split_piece(const Piece& piece, const Regex& regex, SplitBehavior behavior,
       break;
     }
     case SplitBehavior::kMergedWithNext: {
-      bool previous_match = false;
-      for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
-        if (it->is_match && !previous_match && !merged.empty()) {
-          merged.back().begin = it->begin;
+      // A match joins the non-match right after it (forward form of
+      // tokenizers' right-to-left fold).
+      size_t carry = std::string::npos;
+      for (size_t i = 0; i < spans.size(); ++i) {
+        const size_t begin = carry != std::string::npos ? carry : spans[i].begin;
+        carry = std::string::npos;
+        if (spans[i].is_match && i + 1 < spans.size() && !spans[i + 1].is_match) {
+          carry = begin;
         } else {
-          merged.push_back({it->begin, it->end, false});
+          merged.push_back({begin, spans[i].end, false});
         }
-        previous_match = it->is_match;
       }
-      std::reverse(merged.begin(), merged.end());
       break;
     }
   }
