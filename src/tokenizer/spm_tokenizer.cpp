@@ -128,10 +128,18 @@ class SpmTokenizer final : public Tokenizer {
       if (run.empty()) return;
       std::string text;
       if (!sp_->Decode(run, &text).ok()) text.clear();  // ids are checked, so this cannot fail
-      // sentencepiece strips the dummy-prefix space of a run's first piece;
-      // only the sequence's first piece should lose it.
-      if (!at_start && sp_->IdToPiece(run[0]).starts_with(kSpaceSymbol) && !text.starts_with(' ')) {
-        text.insert(text.begin(), ' ');
+      // sentencepiece strips the leading "▁" of a run's first piece (all of
+      // them with remove_extra_whitespaces); only the sequence's first piece
+      // should lose it, so put back what went missing.
+      if (!at_start) {
+        std::string_view piece = sp_->IdToPiece(run[0]);
+        size_t num_marks = 0;
+        while (piece.substr(num_marks * kSpaceSymbol.size()).starts_with(kSpaceSymbol)) ++num_marks;
+        std::string first;
+        if (!sp_->Decode(std::vector<int>{run[0]}, &first).ok()) first.clear();
+        size_t num_spaces = first.find_first_not_of(' ');
+        if (num_spaces == std::string::npos) num_spaces = first.size();
+        if (num_marks > num_spaces) text.insert(0, num_marks - num_spaces, ' ');
       }
       out += text;
       at_start = false;
