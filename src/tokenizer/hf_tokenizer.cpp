@@ -148,7 +148,10 @@ class HfTokenizer final : public Tokenizer {
     }
     if (!spec_.has_decoder) {
       std::string text;
-      for (size_t i = 0; i < tokens.size(); ++i) text += (i ? " " : "") + tokens[i];
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        if (i > 0) text += ' ';
+        text += tokens[i];
+      }
       return text;
     }
     return run_decoders(spec_.decoders, std::move(tokens));

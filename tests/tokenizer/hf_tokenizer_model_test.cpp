@@ -5,6 +5,8 @@
 // tests skip.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,7 +37,10 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 std::string ids_to_string(const std::vector<int32_t>& ids) {
   std::string out = "[";
-  for (size_t i = 0; i < ids.size(); ++i) out += (i ? " " : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) out += ' ';
+    out += std::to_string(ids[i]);
+  }
   return out + "]";
 }
 
@@ -197,6 +202,45 @@ TEST(GgufBpe, Llama3FromEncoderJsonAndVocabBpe) {
   auto tok = make_bpe_tokenizer_from_vocab(vocab);
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   check_llama_cpp_vocab_test(**tok, "llama-bpe");
+}
+
+}  // namespace
+}  // namespace zl
+
+namespace zl {
+namespace {
+
+// Random bytes (invalid UTF-8 included) must never crash, and a large text
+// must encode in reasonable time (BPE with a merge queue and a word cache).
+TEST(HfTokenizerRobustness, RandomBytesAndLargeText) {
+  const std::string dir = test::shared_path("tokenizers");
+  if (dir.empty()) GTEST_SKIP() << "../shared/tokenizers is missing";
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  const auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  std::string large;
+  const char* words[] = {"the ", "tokenizer ", "merges ", "pairs, ", "🙂 ", "数字 123456 ", "\n\n", "  "};
+  while (large.size() < (1 << 20)) large += words[next() % 8];
+  for (const char* folder : {"gpt2", "llama-2", "falcon-7b", "mistral-7b-instruct-v0.3"}) {
+    auto tok = load_hf_tokenizer_json(dir + "/" + folder + "/tokenizer.json", dir + "/" + folder);
+    ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+    for (int round = 0; round < 200; ++round) {
+      std::string bytes(next() % 64, '\0');
+      for (char& c : bytes) c = static_cast<char>(next() & 0xFF);
+      const auto ids = (*tok)->encode(bytes, true);
+      (void)(*tok)->decode(ids, round % 2 == 0);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const auto ids = (*tok)->encode(large, false);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_GT(ids.size(), large.size() / 20);
+    EXPECT_LT(seconds, 10.0) << folder;
+    std::printf("%s: 1 MiB -> %zu tokens in %.3f s\n", folder, ids.size(), seconds);
+  }
 }
 
 }  // namespace
