@@ -1,0 +1,73 @@
+// Turning a row of logits into the next token: penalties, temperature,
+// top-k, top-p and min-p, then a draw from a seeded generator, plus the
+// logprobs of the chosen token and the top-n alternatives.
+//
+// Order (as vLLM): penalties on the raw logits; greedy (temperature 0) takes
+// the argmax (lowest id on ties); otherwise divide by temperature, keep the
+// top-k, keep the smallest set whose probability reaches top-p, drop tokens
+// below min-p × the top probability, renormalise and draw. Logprobs are those
+// of the model's raw distribution (log_softmax of the unprocessed logits).
+// Same seed and same logits give the same tokens on every machine.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+
+namespace zl {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0: greedy; otherwise (0, 100]
+  int32_t top_k = 0;                // 0 or -1: off
+  float top_p = 1.0f;               // (0, 1]
+  float min_p = 0.0f;               // [0, 1]
+  float repetition_penalty = 1.0f;  // (0, 10]; on prompt and output tokens (HF)
+  float presence_penalty = 0.0f;    // [-2, 2]; on output tokens (OpenAI)
+  float frequency_penalty = 0.0f;   // [-2, 2]; on output tokens (OpenAI)
+  bool has_seed = false;
+  uint64_t seed = 0;
+  int32_t num_top_logprobs = 0;     // [0, 20]
+};
+
+// Rejects NaN and out-of-range values with a message naming the field.
+Status validate_sampling(const SamplingParams& params, int32_t vocab_size);
+
+struct TokenLogprob {
+  int32_t id = -1;
+  float logprob = 0.0f;
+};
+
+struct SampleResult {
+  int32_t token = -1;
+  float logprob = 0.0f;              // log p(token) under the raw distribution
+  std::vector<TokenLogprob> top;     // num_top_logprobs best, descending
+};
+
+class Sampler {
+ public:
+  Sampler(const SamplingParams& params, int32_t vocab_size);
+
+  // The prompt's tokens count for the repetition penalty.
+  void set_prompt(std::span<const int32_t> prompt);
+  // logits: [vocab_size], modified in place. Records the chosen token for penalties.
+  SampleResult sample(float* logits);
+
+ private:
+  bool has_penalties() const;
+  void apply_penalties(float* logits) const;
+  int32_t draw(const float* logits);
+  uint64_t next_random();
+
+  SamplingParams params_;
+  int32_t vocab_size_;
+  std::vector<int32_t> output_counts_;  // [vocab_size] times each id was generated
+  std::vector<uint8_t> seen_;           // [vocab_size] 1 if in prompt or output
+  std::vector<int32_t> candidates_;     // scratch: [vocab_size]
+  std::vector<float> probs_;            // scratch: [vocab_size]
+  std::vector<float> raw_logits_;       // scratch: [vocab_size] logits before penalties
+  uint64_t rng_[4];                     // xoshiro256**
+};
+
+}  // namespace zl

@@ -1,0 +1,32 @@
+// Causal grouped-query attention of a flat batch of tokens over the paged KV
+// pool. Each token attends to positions [0, pos] of its own sequence, whose
+// keys and values (already rotated and written for this step) are found
+// through that sequence's block table: position p lives in block
+// block_table[p / block_size], row p % block_size. Softmax is computed online
+// (one pass, running max and sum), so no score buffer grows with the context.
+#pragma once
+
+#include <cstdint>
+
+#include "core/thread_pool.h"
+
+namespace zl::cpu {
+
+struct AttentionArgs {
+  const float* q = nullptr;        // [num_tokens, num_heads, head_dim]
+  float* out = nullptr;            // [num_tokens, num_heads, head_dim]
+  const float* k_cache = nullptr;  // one layer: [num_blocks, block_size, num_kv_heads * head_dim]
+  const float* v_cache = nullptr;  // same shape as k_cache
+  const int32_t* positions = nullptr;            // [num_tokens]
+  const int32_t* const* block_tables = nullptr;  // [num_tokens]: the token's sequence's table
+  int64_t num_tokens = 0;
+  int32_t num_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t block_size = 0;
+  float scale = 1.0f;              // usually 1/sqrt(head_dim)
+};
+
+void attention_f32(ThreadPool& pool, const AttentionArgs& args);
+
+}  // namespace zl::cpu

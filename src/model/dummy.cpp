@@ -1,0 +1,117 @@
+#include "model/dummy.h"
+
+#include <cmath>
+#include <thread>
+
+namespace zl {
+namespace {
+
+struct Preset {
+  const char* name;
+  ModelConfig config;
+};
+
+ModelConfig make_config(int32_t vocab, int32_t dim, int32_t layers, int32_t heads, int32_t kv_heads,
+                        int32_t hidden, int32_t max_seq_len, bool tied) {
+  ModelConfig c;
+  c.arch = Arch::kLlama;
+  c.source_arch = "dummy";
+  c.vocab_size = vocab;
+  c.dim = dim;
+  c.num_layers = layers;
+  c.num_heads = heads;
+  c.num_kv_heads = kv_heads;
+  c.head_dim = dim / heads;
+  c.hidden_dim = hidden;
+  c.max_seq_len = max_seq_len;
+  c.tie_word_embeddings = tied;
+  c.bos_token_id = 256;  // the byte tokenizer's <s> and </s>
+  c.eos_token_ids = {257};
+  return c;
+}
+
+std::vector<Preset> presets() {
+  ModelConfig llama_1b = make_config(128256, 2048, 16, 32, 8, 8192, 131072, true);
+  llama_1b.rope_theta = 500000.0f;
+  llama_1b.rope_scaling = {RopeScalingType::kLlama3, 32.0f, 1.0f, 4.0f, 8192};
+  return {
+      {"tiny", make_config(512, 128, 4, 4, 2, 344, 1024, false)},
+      {"llama-110m", make_config(32000, 768, 12, 12, 12, 2048, 1024, true)},
+      {"llama-1b", llama_1b},
+  };
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Fills dst[i] = center + half_width * u(i), u uniform in [-1, 1), split over threads.
+void fill_uniform(float* dst, int64_t n, uint64_t stream, float center, float half_width) {
+  int num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n < (1 << 20)) num_threads = 1;
+  auto work = [=](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      uint64_t r = splitmix64(stream ^ splitmix64(static_cast<uint64_t>(i)));
+      float u = static_cast<float>(r >> 40) * (1.0f / 8388608.0f) - 1.0f;  // 24 bits
+      dst[i] = center + half_width * u;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < num_threads; ++t) threads.emplace_back(work, n * t / num_threads, n * (t + 1) / num_threads);
+  work(0, n / num_threads);
+  for (auto& th : threads) th.join();
+}
+
+}  // namespace
+
+std::vector<std::string> dummy_model_names() {
+  std::vector<std::string> names;
+  for (const Preset& p : presets()) names.emplace_back(p.name);
+  return names;
+}
+
+StatusOr<ModelConfig> dummy_config(std::string_view name) {
+  std::string known;
+  for (const Preset& p : presets()) {
+    if (name == p.name) return p.config;
+    known += known.empty() ? "" : ", ";
+    known += p.name;
+  }
+  return not_found("unknown dummy model '", name, "'; known: ", known);
+}
+
+ModelWeights dummy_weights(const ModelConfig& config, uint64_t seed) {
+  // Generate every expected tensor in the HF order, then bind them by name so
+  // the layout logic of weights.cpp is the only one there is.
+  TensorIndex index;
+  ModelWeights storage;
+  std::vector<TensorSpec> specs = expected_tensors(config, TensorNaming::kHuggingFace);
+  uint64_t stream = splitmix64(seed);
+  for (const TensorSpec& spec : specs) {
+    int64_t n = 1;
+    for (int64_t d : spec.shape) n *= d;
+    float* data = storage.allocate(n);
+    stream = splitmix64(stream);
+    bool is_vector = spec.shape.size() == 1;
+    bool is_bias = spec.name.find(".bias") != std::string::npos;
+    float half_width = is_vector ? 0.1f : std::sqrt(3.0f / static_cast<float>(spec.shape[1]));
+    fill_uniform(data, n, stream, is_vector && !is_bias ? 1.0f : 0.0f, half_width);
+    TensorInfo info;
+    info.name = spec.name;
+    info.dtype = DType::kF32;
+    info.shape = spec.shape;
+    info.data = reinterpret_cast<const uint8_t*>(data);
+    info.num_bytes = static_cast<uint64_t>(n) * 4;
+    index.emplace(spec.name, std::move(info));
+  }
+  StatusOr<ModelWeights> bound = load_weights(config, index, TensorNaming::kHuggingFace, "dummy");
+  CHECK(bound.ok()) << bound.status().to_string();
+  ModelWeights weights = std::move(*bound);
+  for (auto& buffer : storage.owned) weights.owned.push_back(std::move(buffer));
+  return weights;
+}
+
+}  // namespace zl

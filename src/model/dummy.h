@@ -1,0 +1,27 @@
+// Synthetic models (`--model dummy:NAME`): real shapes, seeded random weights,
+// and the built-in byte tokenizer, for tests and benchmarks without files (as
+// vLLM's dummy load format). The same name and seed give the same weights on
+// every machine: each element is a hash of (seed, tensor index, element index).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace zl {
+
+// "tiny" (~1M parameters), "llama-110m" (stories110M's shape), "llama-1b"
+// (Llama-3.2-1B's shape).
+std::vector<std::string> dummy_model_names();
+StatusOr<ModelConfig> dummy_config(std::string_view name);
+
+// Weights uniform with standard deviation 1/sqrt(in_features) for matrices
+// and 1 ± 0.1 for norm weights.
+ModelWeights dummy_weights(const ModelConfig& config, uint64_t seed);
+
+}  // namespace zl

@@ -1,0 +1,25 @@
+#include "model/kv_cache.h"
+
+#include <new>
+
+namespace zl {
+
+StatusOr<std::unique_ptr<KvCache>> KvCache::create(const ModelConfig& config, int32_t num_blocks,
+                                                   int32_t block_size) {
+  if (num_blocks <= 0 || block_size <= 0)
+    return invalid_argument("KV cache needs positive num_blocks and block_size, got ", num_blocks,
+                            " and ", block_size);
+  std::unique_ptr<KvCache> cache(new KvCache());
+  cache->num_blocks_ = num_blocks;
+  cache->block_size_ = block_size;
+  cache->kv_dim_ = config.kv_dim();
+  cache->layer_stride_ = int64_t{num_blocks} * block_size * config.kv_dim();
+  size_t total = static_cast<size_t>(cache->layer_stride_) * static_cast<size_t>(config.num_layers);
+  cache->k_.reset(new (std::nothrow) float[total]);
+  cache->v_.reset(new (std::nothrow) float[total]);
+  if (!cache->k_ || !cache->v_)
+    return resource_exhausted("cannot allocate a KV cache of ", 2 * total * sizeof(float), " bytes");
+  return cache;
+}
+
+}  // namespace zl

@@ -1,0 +1,199 @@
+#include "model/llama.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+
+namespace zl {
+
+// Activations for up to max_batch_tokens tokens (T), allocated once.
+struct LlamaModel::Buffers {
+  std::vector<float> x;       // [T, dim] residual stream
+  std::vector<float> xb;      // [T, dim] normalised input of a block
+  std::vector<float> q;       // [T, q_dim]
+  std::vector<float> k;       // [T, kv_dim]
+  std::vector<float> v;       // [T, kv_dim]
+  std::vector<float> att;     // [T, q_dim] attention output before wo
+  std::vector<float> proj;    // [T, dim] output of wo / w_down
+  std::vector<float> gate;    // [T, hidden_dim]
+  std::vector<float> up;      // [T, hidden_dim]
+  std::vector<int32_t> positions;            // [T]
+  std::vector<const int32_t*> block_tables;  // [T] the token's sequence's table
+};
+
+std::vector<float> rope_inv_freq(const ModelConfig& c) {
+  int32_t half = c.head_dim / 2;
+  std::vector<float> inv_freq(static_cast<size_t>(half));
+  const RopeScaling& rs = c.rope_scaling;
+  for (int32_t i = 0; i < half; ++i) {
+    // transformers: 1 / base ** (arange(0, dim, 2).float() / dim), in f32.
+    float exponent = static_cast<float>(2 * i) / static_cast<float>(c.head_dim);
+    float f = 1.0f / std::pow(c.rope_theta, exponent);
+    if (rs.type == RopeScalingType::kLinear) {
+      f /= rs.factor;
+    } else if (rs.type == RopeScalingType::kLlama3) {
+      // Long wavelengths are slowed by `factor`, short ones kept, and the band
+      // between is interpolated (transformers _compute_llama3_parameters).
+      float old_len = static_cast<float>(rs.original_max_position_embeddings);
+      float low_freq_wavelen = old_len / rs.low_freq_factor;
+      float high_freq_wavelen = old_len / rs.high_freq_factor;
+      float wavelen = 2.0f * static_cast<float>(M_PI) / f;
+      float scaled = wavelen > low_freq_wavelen ? f / rs.factor : f;
+      bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
+      if (medium) {
+        float smooth = (old_len / wavelen - rs.low_freq_factor) / (rs.high_freq_factor - rs.low_freq_factor);
+        scaled = (1.0f - smooth) * scaled / rs.factor + smooth * scaled;
+      }
+      f = scaled;
+    }
+    inv_freq[static_cast<size_t>(i)] = f;
+  }
+  return inv_freq;
+}
+
+LlamaModel::LlamaModel(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool,
+                       int32_t max_batch_tokens)
+    : config_(config),
+      weights_(weights),
+      pool_(pool),
+      max_batch_tokens_(max_batch_tokens),
+      inv_freq_(rope_inv_freq(config)),
+      buf_(std::make_unique<Buffers>()) {
+  CHECK(max_batch_tokens > 0);
+  size_t t = static_cast<size_t>(max_batch_tokens);
+  buf_->x.resize(t * config.dim);
+  buf_->xb.resize(t * config.dim);
+  buf_->q.resize(t * config.q_dim());
+  buf_->k.resize(t * config.kv_dim());
+  buf_->v.resize(t * config.kv_dim());
+  buf_->att.resize(t * config.q_dim());
+  buf_->proj.resize(t * config.dim);
+  buf_->gate.resize(t * config.hidden_dim);
+  buf_->up.resize(t * config.hidden_dim);
+  buf_->positions.resize(t);
+  buf_->block_tables.resize(t);
+}
+
+LlamaModel::~LlamaModel() = default;
+
+Status LlamaModel::validate(const ForwardBatch& batch, const KvCache& cache) const {
+  const int64_t num_tokens = static_cast<int64_t>(batch.tokens.size());
+  if (num_tokens == 0) return invalid_argument("forward: empty batch");
+  if (num_tokens > max_batch_tokens_)
+    return invalid_argument("forward: ", num_tokens, " tokens exceed max_batch_tokens ", max_batch_tokens_);
+  if (static_cast<int64_t>(batch.logit_rows.size()) > num_tokens)
+    return invalid_argument("forward: more logit rows than tokens");
+  for (int32_t id : batch.tokens)
+    if (id < 0 || id >= config_.vocab_size)
+      return invalid_argument("token id ", id, " is out of range [0, ", config_.vocab_size, ")");
+  int64_t next = 0;
+  for (const SeqChunk& s : batch.seqs) {
+    if (s.token_begin != next || s.num_tokens <= 0 || s.start_pos < 0)
+      return invalid_argument("forward: sequence chunks must cover the batch in order");
+    next += s.num_tokens;
+    int64_t end_pos = int64_t{s.start_pos} + s.num_tokens;
+    if (end_pos > config_.max_seq_len)
+      return out_of_range("sequence length ", end_pos, " exceeds the model's context of ",
+                          config_.max_seq_len, " tokens");
+    if (static_cast<int64_t>(s.block_table.size()) * cache.block_size() < end_pos)
+      return invalid_argument("forward: block table too short for position ", end_pos - 1);
+    for (int32_t b : s.block_table)
+      if (b < 0 || b >= cache.num_blocks()) return invalid_argument("forward: block id ", b, " out of range");
+  }
+  if (next != num_tokens) return invalid_argument("forward: sequence chunks must cover the batch");
+  for (int32_t row : batch.logit_rows)
+    if (row < 0 || row >= num_tokens) return invalid_argument("forward: logit row ", row, " out of range");
+  return ok_status();
+}
+
+void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cache) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
+  Buffers& b = *buf_;
+  cpu::rmsnorm_f32(b.x.data(), w.attn_norm, b.xb.data(), num_tokens, c.dim, c.rms_norm_eps);
+  cpu::matmul_f32(pool_, b.xb.data(), w.wq, w.bq, b.q.data(), num_tokens, c.dim, c.q_dim());
+  cpu::matmul_f32(pool_, b.xb.data(), w.wk, w.bk, b.k.data(), num_tokens, c.dim, c.kv_dim());
+  cpu::matmul_f32(pool_, b.xb.data(), w.wv, w.bv, b.v.data(), num_tokens, c.dim, c.kv_dim());
+
+  // Rotate q and k, then store k and v at each token's slot in its sequence's blocks.
+  const int64_t kv_dim = c.kv_dim();
+  float* k_cache = cache.k(layer);
+  float* v_cache = cache.v(layer);
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    int32_t pos = b.positions[static_cast<size_t>(t)];
+    cpu::rope_f32(&b.q[t * c.q_dim()], c.num_heads, c.head_dim, pos, inv_freq_.data(), c.rope_interleaved);
+    cpu::rope_f32(&b.k[t * kv_dim], c.num_kv_heads, c.head_dim, pos, inv_freq_.data(), c.rope_interleaved);
+    int64_t row = int64_t{b.block_tables[static_cast<size_t>(t)][pos / cache.block_size()]} *
+                      cache.block_size() + pos % cache.block_size();
+    std::memcpy(k_cache + row * kv_dim, &b.k[t * kv_dim], sizeof(float) * kv_dim);
+    std::memcpy(v_cache + row * kv_dim, &b.v[t * kv_dim], sizeof(float) * kv_dim);
+  }
+
+  cpu::AttentionArgs args;
+  args.q = b.q.data();
+  args.out = b.att.data();
+  args.k_cache = k_cache;
+  args.v_cache = v_cache;
+  args.positions = b.positions.data();
+  args.block_tables = b.block_tables.data();
+  args.num_tokens = num_tokens;
+  args.num_heads = c.num_heads;
+  args.num_kv_heads = c.num_kv_heads;
+  args.head_dim = c.head_dim;
+  args.block_size = cache.block_size();
+  args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  cpu::attention_f32(pool_, args);
+
+  cpu::matmul_f32(pool_, b.att.data(), w.wo, nullptr, b.proj.data(), num_tokens, c.q_dim(), c.dim);
+  for (int64_t i = 0; i < num_tokens * c.dim; ++i) b.x[i] += b.proj[i];
+}
+
+void LlamaModel::mlp_block(int32_t layer, int64_t num_tokens) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
+  Buffers& b = *buf_;
+  cpu::rmsnorm_f32(b.x.data(), w.ffn_norm, b.xb.data(), num_tokens, c.dim, c.rms_norm_eps);
+  cpu::matmul_f32(pool_, b.xb.data(), w.w_gate, nullptr, b.gate.data(), num_tokens, c.dim, c.hidden_dim);
+  cpu::matmul_f32(pool_, b.xb.data(), w.w_up, nullptr, b.up.data(), num_tokens, c.dim, c.hidden_dim);
+  cpu::swiglu_f32(b.gate.data(), b.up.data(), b.gate.data(), num_tokens * c.hidden_dim);
+  cpu::matmul_f32(pool_, b.gate.data(), w.w_down, nullptr, b.proj.data(), num_tokens, c.hidden_dim, c.dim);
+  for (int64_t i = 0; i < num_tokens * c.dim; ++i) b.x[i] += b.proj[i];
+}
+
+Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
+  ZL_RETURN_IF_ERROR(validate(batch, cache));
+  const ModelConfig& c = config_;
+  Buffers& b = *buf_;
+  const int64_t num_tokens = static_cast<int64_t>(batch.tokens.size());
+
+  // Per-token position and block table, so kernels need not know about chunks.
+  for (const SeqChunk& s : batch.seqs) {
+    for (int32_t i = 0; i < s.num_tokens; ++i) {
+      b.positions[static_cast<size_t>(s.token_begin + i)] = s.start_pos + i;
+      b.block_tables[static_cast<size_t>(s.token_begin + i)] = s.block_table.data();
+    }
+  }
+  for (int64_t t = 0; t < num_tokens; ++t)
+    std::memcpy(&b.x[t * c.dim], weights_.tok_embeddings + int64_t{batch.tokens[t]} * c.dim,
+                sizeof(float) * c.dim);
+
+  for (int32_t layer = 0; layer < c.num_layers; ++layer) {
+    attention_block(layer, num_tokens, cache);
+    mlp_block(layer, num_tokens);
+  }
+
+  // Final norm and classifier only for the rows whose logits are wanted.
+  const int64_t num_rows = static_cast<int64_t>(batch.logit_rows.size());
+  for (int64_t r = 0; r < num_rows; ++r)
+    cpu::rmsnorm_f32(&b.x[int64_t{batch.logit_rows[r]} * c.dim], weights_.final_norm, &b.xb[r * c.dim], 1,
+                     c.dim, c.rms_norm_eps);
+  cpu::matmul_f32(pool_, b.xb.data(), weights_.lm_head, nullptr, logits, num_rows, c.dim, c.vocab_size);
+  return ok_status();
+}
+
+}  // namespace zl

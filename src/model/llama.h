@@ -1,0 +1,73 @@
+// The forward pass of a Llama-family decoder (Llama 2/3, Mistral, Qwen2) on
+// the CPU, batched from the start: one call computes a flat batch of tokens
+// that belong to several sequences, each continuing from its own position
+// with its own block table into the shared KV cache, and returns logits only
+// for the rows asked for. The engine schedules prefill chunks and decode
+// tokens of many requests into one such call.
+//
+// Buffers are sized for max_batch_tokens at construction; forward() never
+// allocates (a batch larger than that is an error).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/weights.h"
+
+namespace zl {
+
+// The part of one sequence in a batch: tokens [token_begin, token_begin +
+// num_tokens) of the batch, at positions start_pos, start_pos + 1, ...
+// (start_pos = tokens already in its KV memory). block_table must cover
+// positions [0, start_pos + num_tokens).
+struct SeqChunk {
+  int32_t token_begin = 0;
+  int32_t num_tokens = 0;
+  int32_t start_pos = 0;
+  std::span<const int32_t> block_table;
+};
+
+struct ForwardBatch {
+  std::span<const int32_t> tokens;      // [num_tokens]
+  std::span<const SeqChunk> seqs;       // chunks cover tokens in order, without gaps
+  std::span<const int32_t> logit_rows;  // batch rows whose logits are wanted, e.g. each chunk's last
+};
+
+class LlamaModel {
+ public:
+  LlamaModel(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool,
+             int32_t max_batch_tokens);
+  ~LlamaModel();
+
+  const ModelConfig& config() const { return config_; }
+  int32_t max_batch_tokens() const { return max_batch_tokens_; }
+
+  // logits: [logit_rows.size(), vocab_size]. Errors (bad ids, positions past
+  // max_seq_len, a block table too short) are reported before any work.
+  Status forward(const ForwardBatch& batch, KvCache& cache, float* logits);
+
+ private:
+  Status validate(const ForwardBatch& batch, const KvCache& cache) const;
+  void attention_block(int32_t layer, int64_t num_tokens, KvCache& cache);
+  void mlp_block(int32_t layer, int64_t num_tokens);
+
+  struct Buffers;
+  const ModelConfig config_;
+  const ModelWeights& weights_;
+  ThreadPool& pool_;
+  const int32_t max_batch_tokens_;
+  std::vector<float> inv_freq_;  // [head_dim / 2], rope frequencies after scaling
+  std::unique_ptr<Buffers> buf_;
+};
+
+// Rope frequencies 1 / theta^(2i/head_dim), adjusted for linear or llama3
+// scaling exactly as transformers' rope init functions do.
+std::vector<float> rope_inv_freq(const ModelConfig& config);
+
+}  // namespace zl

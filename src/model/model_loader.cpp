@@ -1,0 +1,95 @@
+#include "model/model_loader.h"
+
+#include <cstdlib>
+
+#include "core/mapped_file.h"
+#include "model/dummy.h"
+#include "model/hf_config.h"
+#include "model/safetensors.h"
+
+namespace zl {
+namespace {
+
+constexpr std::string_view kDummyPrefix = "dummy:";
+
+// "dummy:NAME" or "dummy:NAME:SEED".
+Status open_dummy(const std::string& spec, ModelSource& source) {
+  std::string rest = spec.substr(kDummyPrefix.size());
+  std::string name = rest;
+  size_t colon = rest.find(':');
+  if (colon != std::string::npos) {
+    name = rest.substr(0, colon);
+    std::string seed = rest.substr(colon + 1);
+    char* end = nullptr;
+    unsigned long long value = std::strtoull(seed.c_str(), &end, 10);
+    if (seed.empty() || *end != '\0') return invalid_argument("--model ", spec, ": the seed after ':' must be a number");
+    source.dummy_seed = value;
+  }
+  ZL_ASSIGN_OR_RETURN(source.config, dummy_config(name));
+  source.format = ModelFormat::kDummy;
+  source.tokenizer = make_byte_tokenizer(source.config.vocab_size);
+  source.tokenizer_source = "built-in byte tokenizer";
+  return ok_status();
+}
+
+Status open_hf_dir(const std::string& dir, ModelSource& source) {
+  source.format = ModelFormat::kHuggingFace;
+  ZL_ASSIGN_OR_RETURN(source.config, read_hf_config(dir));
+  ZL_ASSIGN_OR_RETURN(source.tensors, read_safetensors_model(dir));
+  auto tok = load_tokenizer(dir);
+  if (tok.ok()) {
+    source.tokenizer = std::move(*tok);
+    source.tokenizer_source = dir;
+  } else {
+    source.tokenizer_status = tok.status();
+  }
+  return check_tensors(source.config, source.tensors, TensorNaming::kHuggingFace, dir);
+}
+
+}  // namespace
+
+const char* model_format_name(ModelFormat format) {
+  switch (format) {
+    case ModelFormat::kHuggingFace: return "Hugging Face safetensors";
+    case ModelFormat::kGguf: return "GGUF";
+    case ModelFormat::kDummy: return "dummy";
+  }
+  return "?";
+}
+
+StatusOr<ModelSource> open_model(const std::string& spec, const LoadOptions& options) {
+  ModelSource source;
+  source.spec = spec;
+  if (spec.rfind(kDummyPrefix, 0) == 0) {
+    ZL_RETURN_IF_ERROR(open_dummy(spec, source));
+  } else if (is_directory(spec)) {
+    ZL_RETURN_IF_ERROR(open_hf_dir(spec, source));
+  } else if (file_exists(spec)) {
+    return unimplemented(spec, ": not a model directory; GGUF files are not supported yet");
+  } else {
+    return not_found("--model ", spec, ": no such file or directory (expected a model directory, a .gguf file or dummy:NAME)");
+  }
+  if (!options.tokenizer_path.empty()) {
+    auto tok = load_tokenizer(options.tokenizer_path);
+    if (!tok.ok()) return tok.status();
+    source.tokenizer = std::move(*tok);
+    source.tokenizer_status = ok_status();
+    source.tokenizer_source = options.tokenizer_path;
+  }
+  return source;
+}
+
+StatusOr<ModelWeights> load_model_weights(const ModelSource& source,
+                                          const std::function<void(int, int)>& progress) {
+  switch (source.format) {
+    case ModelFormat::kDummy:
+      return dummy_weights(source.config, source.dummy_seed);
+    case ModelFormat::kHuggingFace:
+      return load_weights(source.config, source.tensors, TensorNaming::kHuggingFace, source.spec, progress);
+    case ModelFormat::kGguf:
+      return load_weights(source.config, source.tensors, TensorNaming::kGguf, source.spec, progress);
+  }
+  return internal_error("unknown model format");
+}
+
+}  // namespace zl

@@ -1,0 +1,105 @@
+// Logits of the f32 forward pass against Hugging Face transformers on tiny
+// random-weight models (tests/golden/logits, made by
+// scripts/golden/make_logit_goldens.py). Each model: 32 prompt tokens in one
+// batch, then 16 single-token decode steps through the KV cache; every row
+// must satisfy max |ours - golden| <= 1e-4 * max |golden|.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "model/llama.h"
+#include "model/model_loader.h"
+#include "test_util.h"
+
+namespace zl {
+namespace {
+
+struct Golden {
+  std::vector<int32_t> tokens;
+  int32_t num_prefill = 0;
+  int32_t vocab = 0;
+  std::vector<float> logits;  // [tokens.size(), vocab]
+};
+
+Golden read_golden(const std::string& dir) {
+  Golden g;
+  std::ifstream meta(dir + "/golden.json");
+  nlohmann::json j = nlohmann::json::parse(meta);
+  g.tokens = j["token_ids"].get<std::vector<int32_t>>();
+  g.num_prefill = j["num_prefill"].get<int32_t>();
+  g.vocab = j["vocab_size"].get<int32_t>();
+  std::ifstream bin(dir + "/" + j["logits_file"].get<std::string>(), std::ios::binary);
+  g.logits.resize(g.tokens.size() * static_cast<size_t>(g.vocab));
+  bin.read(reinterpret_cast<char*>(g.logits.data()), static_cast<std::streamsize>(g.logits.size() * 4));
+  EXPECT_TRUE(bin.good()) << dir << ": logits file too short";
+  return g;
+}
+
+// Max |a - b| over a row, relative to the golden's max magnitude over all rows.
+float max_abs_diff(const float* a, const float* b, int32_t n) {
+  float worst = 0.0f;
+  for (int32_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+class LogitsTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LogitsTest, MatchesTransformers) {
+  std::string dir = test::golden_path("logits/" + GetParam());
+  Golden g = read_golden(dir);
+  auto source = open_model(dir);
+  ASSERT_TRUE(source.ok()) << source.status().to_string();
+  ASSERT_EQ(source->config.vocab_size, g.vocab);
+  auto weights = load_model_weights(*source);
+  ASSERT_TRUE(weights.ok()) << weights.status().to_string();
+  ThreadPool pool(2);
+  LlamaModel model(source->config, *weights, pool, 64);
+  constexpr int32_t kBlockSize = 16;
+  auto cache = KvCache::create(source->config, 8, kBlockSize);
+  ASSERT_TRUE(cache.ok());
+  // A scattered block table: the forward pass must follow it, not assume order.
+  std::vector<int32_t> blocks = {5, 2, 7, 0};
+
+  float max_golden = 0.0f;
+  for (float v : g.logits) max_golden = std::max(max_golden, std::fabs(v));
+  const float tolerance = 1e-4f * max_golden;
+
+  // Prefill: all logits rows of the prompt.
+  std::vector<int32_t> rows(static_cast<size_t>(g.num_prefill));
+  std::iota(rows.begin(), rows.end(), 0);
+  std::vector<float> logits(rows.size() * static_cast<size_t>(g.vocab));
+  SeqChunk prefill{0, g.num_prefill, 0, blocks};
+  ForwardBatch batch{std::span<const int32_t>(g.tokens.data(), static_cast<size_t>(g.num_prefill)),
+                     std::span<const SeqChunk>(&prefill, 1), rows};
+  ASSERT_TRUE(model.forward(batch, **cache, logits.data()).ok());
+  for (int32_t t = 0; t < g.num_prefill; ++t)
+    EXPECT_LE(max_abs_diff(&logits[static_cast<size_t>(t) * g.vocab], &g.logits[static_cast<size_t>(t) * g.vocab], g.vocab), tolerance)
+        << "prefill row " << t;
+
+  // Decode: one token at a time through the cache.
+  for (int32_t t = g.num_prefill; t < static_cast<int32_t>(g.tokens.size()); ++t) {
+    SeqChunk step{0, 1, t, blocks};
+    int32_t row = 0;
+    ForwardBatch one{std::span<const int32_t>(&g.tokens[static_cast<size_t>(t)], 1), std::span<const SeqChunk>(&step, 1),
+                     std::span<const int32_t>(&row, 1)};
+    ASSERT_TRUE(model.forward(one, **cache, logits.data()).ok());
+    EXPECT_LE(max_abs_diff(logits.data(), &g.logits[static_cast<size_t>(t) * g.vocab], g.vocab), tolerance)
+        << "decode row " << t;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, LogitsTest,
+                         ::testing::Values("llama-gqa-tied", "llama3-rope", "qwen2-bias", "mistral",
+                                           "llama-linear-rope-bf16-sharded", "llama-f16"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace zl
