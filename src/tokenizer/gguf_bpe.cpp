@@ -42,6 +42,23 @@ Status configure_pre(const std::string& pre, HfTokenizerSpec* spec, bool* ignore
     ZL_RETURN_IF_ERROR(add(split_step(kLlama3SplitRegex, SplitBehavior::kIsolated)));
     return add(byte_level_step(false));
   }
+  if (pre == "dbrx" || pre == "smaug-bpe") {
+    ZL_RETURN_IF_ERROR(add(split_step(kLlama3SplitRegex, SplitBehavior::kIsolated)));
+    return add(byte_level_step(false));
+  }
+  if (pre == "tekken" || pre == "gpt-4o" || pre == "llama4") {
+    // llama.cpp's regexes for these (not covered by goldens here).
+    const char* letters =
+        R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)";
+    const char* upper =
+        R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)";
+    const std::string suffix = pre == "tekken" ? "" : R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)";
+    const std::string digits = pre == "tekken" ? R"(\p{N})" : R"(\p{N}{1,3})";
+    const std::string pattern = std::string(letters) + suffix + "|" + upper + suffix + "|" + digits +
+                                R"(| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    ZL_RETURN_IF_ERROR(add(split_step(pattern, SplitBehavior::kIsolated)));
+    return add(byte_level_step(false));
+  }
   if (pre == "qwen2" || pre == "qwen" || pre == "deepseek-r1-qwen") {
     NormalizerStep nfc;
     nfc.kind = NormalizerStep::Kind::kNfc;

@@ -6,6 +6,14 @@
 // (Tokenizer.encode(text, add_special_tokens).ids and Tokenizer.decode(ids,
 // skip_special_tokens), i.e. without transformers' clean_up_tokenization_spaces).
 // Files are untrusted: every malformed input becomes a Status naming the file.
+//
+// HF details kept on purpose: encode(parse_special=false) leaves only
+// *special* added tokens as plain text (tokenizers' encode_special_tokens);
+// non-special added tokens (e.g. phi-2's whitespace runs) still split out.
+// An added token with normalized=true decodes as its normalized content
+// (Llama-2's "<s>" decodes as " <s>" after another token) and is not skipped by
+// skip_special when normalizing changes it, exactly as tokenizers does.
+// Invalid UTF-8 input is first repaired to U+FFFD (Rust from_utf8_lossy).
 #pragma once
 
 #include <memory>

@@ -190,6 +190,20 @@ TEST(GgufBpeVocab, ControlTokensAndErrors) {
   expect_error(make_bpe_tokenizer_from_vocab(vocab), StatusCode::kInvalidArgument, "gpt2");
 }
 
+TEST(GgufBpeVocab, EveryKnownPreNameBuilds) {
+  VocabData vocab;
+  vocab.model = "gpt2";
+  for (int b = 0; b < 256; ++b) vocab.tokens.push_back(unicode::byte_to_char_utf8(static_cast<uint8_t>(b)));
+  for (const char* pre : {"gpt2", "default", "llama-bpe", "llama3", "qwen2", "smollm", "falcon", "dbrx", "tekken",
+                          "gpt-4o", "llama4"}) {
+    vocab.pre = pre;
+    auto tok = make_bpe_tokenizer_from_vocab(vocab);
+    ASSERT_TRUE(tok.ok()) << pre << ": " << tok.status().to_string();
+    const std::string text = "Hello, World's 12345 \xF0\x9F\x99\x82\n\n  x";
+    EXPECT_EQ((*tok)->decode((*tok)->encode(text, false)), text) << pre;
+  }
+}
+
 TEST(Unicode, NfcComposesAndReorders) {
   EXPECT_EQ(unicode::nfc("cafe\xCC\x81"), "caf\xC3\xA9");              // e + acute
   EXPECT_EQ(unicode::nfc("\xE2\x84\xAB"), "\xC3\x85");                 // Angstrom sign -> Å
