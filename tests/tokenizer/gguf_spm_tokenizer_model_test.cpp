@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sentencepiece_processor.h>
 
+#include "model/gguf.h"
 #include "test_util.h"
 #include "tokenizer/spm_tokenizer.h"
 #include "tokenizer_golden.h"
@@ -103,6 +104,27 @@ TEST_F(GgufSpmModelTest, SpecialTokensAndDecodeMatchTheModelTokenizer) {
   EXPECT_TRUE(tok_->special_ids().add_bos);
   EXPECT_EQ(tok_->vocab_size(), 32000);
   EXPECT_TRUE(tok_->is_special(2));
+}
+
+// The real 512-token vocabulary of stories260K.gguf (llama2.c's tok512,
+// converted by llama.cpp), read through the GGUF reader.
+TEST(GgufSpmStoriesTest, Stories260KVocabRoundTrips) {
+  std::string path = test::shared_path("models/stories260K.gguf");
+  if (path.empty()) GTEST_SKIP() << "../shared is missing";
+  auto gguf = read_gguf(path);
+  ASSERT_TRUE(gguf.ok()) << gguf.status().to_string();
+  auto vocab = gguf_vocab(*gguf);
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  EXPECT_EQ(vocab->model, "llama");
+  auto tok = make_tokenizer_from_vocab(*vocab);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  EXPECT_EQ((*tok)->vocab_size(), 512);
+  const std::string text = "Once upon a time, there was a little girl named Lily. Grüße!";
+  auto ids = (*tok)->encode(text);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], (*tok)->special_ids().bos);
+  EXPECT_LT(ids.size(), text.size() / 2) << "merges should shorten plain English";
+  EXPECT_EQ((*tok)->decode(ids), text);
 }
 
 }  // namespace
