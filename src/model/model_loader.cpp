@@ -4,6 +4,7 @@
 
 #include "core/mapped_file.h"
 #include "model/dummy.h"
+#include "model/gguf.h"
 #include "model/hf_config.h"
 #include "model/safetensors.h"
 
@@ -46,6 +47,28 @@ Status open_hf_dir(const std::string& dir, ModelSource& source) {
   return check_tensors(source.config, source.tensors, TensorNaming::kHuggingFace, dir);
 }
 
+Status open_gguf(const std::string& path, ModelSource& source) {
+  source.format = ModelFormat::kGguf;
+  ZL_ASSIGN_OR_RETURN(GgufFile gguf, read_gguf(path));
+  ZL_ASSIGN_OR_RETURN(source.config, gguf_model_config(gguf));
+  ZL_RETURN_IF_ERROR(check_tensors(source.config, gguf.tensors, TensorNaming::kGguf, path));
+  source.tensors = std::move(gguf.tensors);
+  auto vocab = gguf_vocab(gguf);
+  if (!vocab.ok()) {
+    source.tokenizer_status = vocab.status();
+    return ok_status();
+  }
+  source.chat_template = vocab->chat_template;
+  auto tok = make_tokenizer_from_vocab(*vocab);
+  if (tok.ok()) {
+    source.tokenizer = std::move(*tok);
+    source.tokenizer_source = path + " (embedded)";
+  } else {
+    source.tokenizer_status = tok.status().with_prefix(path);
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 const char* model_format_name(ModelFormat format) {
@@ -65,7 +88,7 @@ StatusOr<ModelSource> open_model(const std::string& spec, const LoadOptions& opt
   } else if (is_directory(spec)) {
     ZL_RETURN_IF_ERROR(open_hf_dir(spec, source));
   } else if (file_exists(spec)) {
-    return unimplemented(spec, ": not a model directory; GGUF files are not supported yet");
+    ZL_RETURN_IF_ERROR(open_gguf(spec, source));
   } else {
     return not_found("--model ", spec, ": no such file or directory (expected a model directory, a .gguf file or dummy:NAME)");
   }
