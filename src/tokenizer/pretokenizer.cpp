@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "core/log.h"
 #include "tokenizer/unicode_util.h"
 
 namespace zl {
@@ -50,7 +51,12 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
   size_t offset = 0;
   while (offset <= text.size()) {
     const int rc = pcre2_match(code_, subject, text.size(), offset, PCRE2_NO_UTF_CHECK, data, nullptr);
-    if (rc < 0) break;  // no match (or a match-limit error: treat the rest as unmatched)
+    if (rc < 0) {
+      // A match-limit (or JIT stack) error leaves the rest as one unmatched
+      // piece: still a valid tokenization, just not HF's.
+      if (rc != PCRE2_ERROR_NOMATCH) log_warn("tokenizer split regex failed with PCRE2 error ", rc);
+      break;
+    }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t begin = ovector[0], end = ovector[1];
     if (end > begin) {
