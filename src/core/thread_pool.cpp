@@ -1,5 +1,6 @@
 #include "core/thread_pool.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,7 +74,14 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   wake_.notify_all();
   run_chunk(0);
-  while (pending_.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
+  // Spin for the workers; yield once it takes long (cores shared with other work).
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < 4096) {
+      __builtin_ia32_pause();
+    } else {
+      sched_yield();
+    }
+  }
   task_ = nullptr;
 }
 

@@ -1,6 +1,8 @@
 // Logits of the f32 forward pass against Hugging Face transformers on tiny
-// random-weight models (tests/golden/logits, made by
-// scripts/golden/make_logit_goldens.py). Each model: 32 prompt tokens in one
+// random-weight models: safetensors checkpoints (tests/golden/logits, made by
+// scripts/golden/make_logit_goldens.py) and the same model converted to GGUF
+// in F32, F16, Q8_0 and Q4_0 (tests/golden/gguf, make_gguf_goldens.py; their
+// goldens use the dequantized weights, so the tolerance is the same). Each model: 32 prompt tokens in one
 // batch, then 16 single-token decode steps through the KV cache; every row
 // must satisfy max |ours - golden| <= 1e-4 * max |golden|.
 #include <gtest/gtest.h>
@@ -18,6 +20,7 @@ namespace zl {
 namespace {
 
 struct Golden {
+  std::string model_path;     // the folder itself, or the GGUF file it names
   std::vector<int32_t> tokens;
   int32_t num_prefill = 0;
   int32_t vocab = 0;
@@ -28,6 +31,7 @@ Golden read_golden(const std::string& dir) {
   Golden g;
   std::ifstream meta(dir + "/golden.json");
   nlohmann::json j = nlohmann::json::parse(meta);
+  g.model_path = j.contains("gguf_file") ? dir + "/" + j["gguf_file"].get<std::string>() : dir;
   g.tokens = j["token_ids"].get<std::vector<int32_t>>();
   g.num_prefill = j["num_prefill"].get<int32_t>();
   g.vocab = j["vocab_size"].get<int32_t>();
@@ -48,9 +52,8 @@ float max_abs_diff(const float* a, const float* b, int32_t n) {
 class LogitsTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LogitsTest, MatchesTransformers) {
-  std::string dir = test::golden_path("logits/" + GetParam());
-  Golden g = read_golden(dir);
-  auto source = open_model(dir);
+  Golden g = read_golden(test::golden_path(GetParam()));
+  auto source = open_model(g.model_path);
   ASSERT_TRUE(source.ok()) << source.status().to_string();
   ASSERT_EQ(source->config.vocab_size, g.vocab);
   auto weights = load_model_weights(*source);
@@ -92,12 +95,14 @@ TEST_P(LogitsTest, MatchesTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, LogitsTest,
-                         ::testing::Values("llama-gqa-tied", "llama3-rope", "qwen2-bias", "mistral",
-                                           "llama-linear-rope-bf16-sharded", "llama-f16"),
+                         ::testing::Values("logits/llama-gqa-tied", "logits/llama3-rope", "logits/qwen2-bias",
+                                           "logits/mistral", "logits/llama-linear-rope-bf16-sharded",
+                                           "logits/llama-f16", "gguf/llama-gqa-tied.f32", "gguf/llama-gqa-tied.f16",
+                                           "gguf/llama-gqa-tied.q8_0", "gguf/llama-gqa-tied.q4_0"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name)
-                             if (c == '-') c = '_';
+                             if (c == '-' || c == '/' || c == '.') c = '_';
                            return name;
                          });
 

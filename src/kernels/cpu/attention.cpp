@@ -1,5 +1,6 @@
 #include "kernels/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -43,12 +44,17 @@ void attend_one(const AttentionArgs& a, int64_t token, int32_t head, float* acc)
 
 void attention_f32(ThreadPool& pool, const AttentionArgs& args) {
   int64_t num_items = args.num_tokens * args.num_heads;
-  pool.parallel_for(num_items, [&](int64_t begin, int64_t end) {
+  auto items = [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> acc;
     acc.resize(static_cast<size_t>(args.head_dim));
     for (int64_t item = begin; item < end; ++item)
       attend_one(args, item / args.num_heads, static_cast<int32_t>(item % args.num_heads), acc.data());
-  });
+  };
+  // Small work (short contexts, tiny heads) is cheaper inline than woken workers.
+  int64_t max_pos = 0;
+  for (int64_t t = 0; t < args.num_tokens; ++t) max_pos = std::max<int64_t>(max_pos, args.positions[t]);
+  if (num_items * (max_pos + 1) * args.head_dim < (1 << 16)) return items(0, num_items);
+  pool.parallel_for(num_items, items);
 }
 
 }  // namespace zl::cpu

@@ -21,14 +21,17 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 
 void matmul_f32(ThreadPool& pool, const float* x, const float* w, const float* bias, float* y,
                 int64_t num_tokens, int64_t in, int64_t out) {
-  // Chunks of 16 rows keep threads' slices of W contiguous.
-  pool.parallel_for(out, [&](int64_t row_begin, int64_t row_end) {
+  auto rows = [&](int64_t row_begin, int64_t row_end) {
     for (int64_t row = row_begin; row < row_end; ++row) {
       const float* w_row = w + row * in;
       float b = bias != nullptr ? bias[row] : 0.0f;
       for (int64_t t = 0; t < num_tokens; ++t) y[t * out + row] = dot_f32(w_row, x + t * in, in) + b;
     }
-  }, 16);
+  };
+  // Below ~64K multiply-adds waking the workers costs more than it saves.
+  if (num_tokens * in * out < (1 << 16)) return rows(0, out);
+  // Chunks of 16 rows keep threads' slices of W contiguous.
+  pool.parallel_for(out, rows, 16);
 }
 
 }  // namespace zl::cpu
