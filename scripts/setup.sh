@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 python3-venv
   libgtest-dev libcli11-dev nlohmann-json3-dev libpcre2-dev
-  libsentencepiece-dev libxxhash-dev
+  libsentencepiece-dev libutf8proc-dev libxxhash-dev
 )
 
 missing=()

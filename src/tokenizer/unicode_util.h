@@ -1,7 +1,7 @@
 // UTF-8 helpers for the tokenizers: decoding code points, repairing invalid
 // UTF-8 the way Rust's String::from_utf8_lossy does (one U+FFFD per maximal
 // ill-formed subpart), Rust's char::is_whitespace, GPT-2's byte<->char map,
-// and Unicode NFC (tables in unicode_nfc_data.cpp).
+// and Unicode NFC (through utf8proc).
 #pragma once
 
 #include <cstdint>
