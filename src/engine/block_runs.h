@@ -1,0 +1,69 @@
+// BlockRuns: a set of block ids kept as maximal runs of consecutive ids, so
+// the KV pool can find a contiguous extent best-fit in O(log n) and report
+// the largest run (external fragmentation) in O(1). Every insert coalesces
+// with its neighbours and every erase splits, so the runs are always maximal
+// and never adjacent. Node memory comes from a private pool that keeps freed
+// nodes, so after warm-up the hot path does not reach the system allocator.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory_resource>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace zl {
+
+struct BlockRun {
+  int32_t start = 0;
+  int32_t len = 0;  // 0: no run
+  int32_t end() const { return start + len; }
+};
+
+class BlockRuns {
+ public:
+  // Starts empty: no block of [0, num_blocks) is a member.
+  explicit BlockRuns(int32_t num_blocks);
+  BlockRuns(const BlockRuns&) = delete;
+  BlockRuns& operator=(const BlockRuns&) = delete;
+
+  bool contains(int32_t block) const { return member_[block] != 0; }
+  int32_t num_members() const { return num_members_; }
+  int32_t num_runs() const { return static_cast<int32_t>(by_start_.size()); }
+
+  // block must not be a member.
+  void insert(int32_t block);
+  // block must be a member.
+  void erase(int32_t block);
+  // [start, start + len) must all be members (hence within one run).
+  void erase_range(int32_t start, int32_t len);
+
+  // The run holding a member block.
+  BlockRun run_containing(int32_t block) const;
+  // The shortest run of at least min_len blocks (lowest start among equals);
+  // len 0 when there is none.
+  BlockRun best_fit(int32_t min_len) const;
+  // The shortest run (len 0 when empty), for taking single blocks without
+  // cutting into long runs.
+  BlockRun smallest() const;
+  int32_t largest_len() const;
+
+  // Tests: the runs are exactly the maximal runs of `expected` (one flag per
+  // block) and the indexes agree with each other.
+  Status check(const std::vector<uint8_t>& expected) const;
+
+ private:
+  void add_run(int32_t start, int32_t len);
+  void remove_run(int32_t start, int32_t len);
+
+  std::pmr::unsynchronized_pool_resource node_pool_;
+  std::vector<uint8_t> member_;
+  int32_t num_members_ = 0;
+  std::pmr::map<int32_t, int32_t> by_start_;              // start -> len
+  std::pmr::set<std::pair<int32_t, int32_t>> by_len_;     // (len, start)
+};
+
+}  // namespace zl

@@ -1,0 +1,547 @@
+// KvPool: block states, the prefix index, LRU eviction and the three
+// placement policies (kv_pool.h states the contract).
+//
+// Every block is in exactly one state:
+//   free    refcount 0, not indexed             in free_runs and avail_runs
+//   cached  refcount 0, indexed                 in avail_runs and on the LRU list
+//   used    refcount > 0, indexed or not        in neither
+// "Indexed" means the prefix index maps the block's signature to it; a block
+// is signed exactly when it is indexed, and the index never points at a free
+// block (eviction removes the entry before the block is reused).
+//
+// Allocation rules:
+//  - single blocks (paged admission, ensure_capacity): free blocks first,
+//    taken from the shortest free run so long runs stay whole for extents;
+//    then cached blocks, least recently released first.
+//  - extents (contiguous, and hybrid when one fits): the shortest run of free
+//    blocks that is long enough, placed at its start (best fit, no eviction);
+//    else the shortest run of free-or-cached blocks that is long enough, with
+//    the extent at whichever end of that run evicts fewer cached blocks (then
+//    the older ones). Searching two ends only keeps admission O(extent).
+#include "engine/kv_pool.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/check.h"
+#include "engine/block_runs.h"
+
+namespace zl {
+namespace {
+
+constexpr int32_t kNone = -1;
+
+struct SignatureHash {
+  size_t operator()(const BlockSignature& s) const {
+    return static_cast<size_t>(s.low ^ (s.high * 0x9E3779B97F4A7C15ull));
+  }
+};
+
+int32_t ceil_div(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }
+
+}  // namespace
+
+struct KvPool::Impl {
+  struct Block {
+    int32_t refcount = 0;
+    bool indexed = false;  // the prefix index maps `signature` to this block
+    BlockSignature signature;
+    int32_t lru_prev = kNone;  // cached blocks only; toward the least recent
+    int32_t lru_next = kNone;
+    uint64_t lru_stamp = 0;    // when it last became cached (larger: more recent)
+  };
+  // Slots a sequence holds that it can never use, and that it has not computed yet.
+  struct SlotUse {
+    int64_t internal = 0;
+    int64_t ahead = 0;
+  };
+
+  explicit Impl(const KvPoolConfig& config);
+
+  int32_t num_free() const { return free_runs.num_members(); }
+  int32_t num_evictable() const { return avail_runs.num_members(); }
+  SlotUse slot_use(const SeqBlocks& seq) const;
+  void account_add(const SeqBlocks& seq);
+  void account_remove(const SeqBlocks& seq);
+
+  void lru_push_back(int32_t b);
+  void lru_remove(int32_t b);
+  void uncache(int32_t b);  // cached -> (about to be) used: drop it from the LRU list
+  void evict(int32_t b);    // cached -> unindexed; caller takes it out of avail_runs
+
+  void hide_cached(std::span<const int32_t> ids);
+  void unhide_cached(std::span<const int32_t> ids);
+  void pin_hidden(std::span<const int32_t> ids);
+  void take_blocks(int32_t count, std::vector<int32_t>& table);
+  BlockRun choose_extent(int32_t len) const;
+  void take_extent(BlockRun extent, std::vector<int32_t>& table);
+  void drop_ref(int32_t b);
+
+  bool try_contiguous(SeqBlocks& seq, int32_t num_prefix_blocks, int32_t num_total_blocks);
+  bool try_paged(SeqBlocks& seq, int32_t num_prefix_blocks, int32_t num_prompt_blocks);
+
+  Status check_sequence(const SeqBlocks& seq, std::vector<int32_t>& refcounts) const;
+  Status check_blocks(const std::vector<int32_t>& refcounts) const;
+  Status check_lru() const;
+
+  int32_t num_blocks;
+  int32_t block_size;
+  std::vector<Block> blocks;
+  std::unordered_map<BlockSignature, int32_t, SignatureHash> index;
+  BlockRuns free_runs;   // free blocks
+  BlockRuns avail_runs;  // free or cached blocks: where extents may go
+  int32_t lru_head = kNone;  // least recently released cached block
+  int32_t lru_tail = kNone;
+  uint64_t lru_clock = 0;
+  int32_t num_cached = 0;
+  int64_t internal_slots = 0;
+  int64_t ahead_slots = 0;
+  int64_t prefix_query_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t num_evictions = 0;
+};
+
+KvPool::Impl::Impl(const KvPoolConfig& config)
+    : num_blocks(config.num_blocks),
+      block_size(config.block_size),
+      blocks(static_cast<size_t>(config.num_blocks)),
+      free_runs(config.num_blocks),
+      avail_runs(config.num_blocks) {
+  index.reserve(static_cast<size_t>(num_blocks));
+  for (int32_t b = 0; b < num_blocks; ++b) {
+    free_runs.insert(b);
+    avail_runs.insert(b);
+  }
+}
+
+KvPool::Impl::SlotUse KvPool::Impl::slot_use(const SeqBlocks& seq) const {
+  int64_t usable = std::min(seq.num_reserved_tokens, seq.max_total_tokens);
+  return SlotUse{seq.num_reserved_tokens - usable, usable - seq.num_computed_tokens};
+}
+
+void KvPool::Impl::account_add(const SeqBlocks& seq) {
+  SlotUse use = slot_use(seq);
+  internal_slots += use.internal;
+  ahead_slots += use.ahead;
+}
+
+void KvPool::Impl::account_remove(const SeqBlocks& seq) {
+  SlotUse use = slot_use(seq);
+  internal_slots -= use.internal;
+  ahead_slots -= use.ahead;
+}
+
+void KvPool::Impl::lru_push_back(int32_t b) {
+  Block& block = blocks[b];
+  block.lru_prev = lru_tail;
+  block.lru_next = kNone;
+  block.lru_stamp = ++lru_clock;
+  if (lru_tail != kNone) blocks[lru_tail].lru_next = b;
+  else lru_head = b;
+  lru_tail = b;
+}
+
+void KvPool::Impl::lru_remove(int32_t b) {
+  Block& block = blocks[b];
+  if (block.lru_prev != kNone) blocks[block.lru_prev].lru_next = block.lru_next;
+  else lru_head = block.lru_next;
+  if (block.lru_next != kNone) blocks[block.lru_next].lru_prev = block.lru_prev;
+  else lru_tail = block.lru_prev;
+  block.lru_prev = block.lru_next = kNone;
+}
+
+void KvPool::Impl::uncache(int32_t b) {
+  lru_remove(b);
+  --num_cached;
+}
+
+void KvPool::Impl::evict(int32_t b) {
+  Block& block = blocks[b];
+  CHECK(block.refcount == 0 && block.indexed) << "evicting block " << b << " that is not cached";
+  index.erase(block.signature);
+  block.indexed = false;
+  uncache(b);
+  ++num_evictions;
+}
+
+// Shared prefix blocks that are cached must not be chosen for the rest of
+// the sequence: hide them from avail_runs while placing, then pin or unhide.
+void KvPool::Impl::hide_cached(std::span<const int32_t> ids) {
+  for (int32_t b : ids) {
+    if (blocks[b].refcount == 0) avail_runs.erase(b);
+  }
+}
+
+void KvPool::Impl::unhide_cached(std::span<const int32_t> ids) {
+  for (int32_t b : ids) {
+    if (blocks[b].refcount == 0) avail_runs.insert(b);
+  }
+}
+
+void KvPool::Impl::pin_hidden(std::span<const int32_t> ids) {
+  for (int32_t b : ids) {
+    if (blocks[b].refcount == 0) uncache(b);
+    ++blocks[b].refcount;
+  }
+}
+
+void KvPool::Impl::take_blocks(int32_t count, std::vector<int32_t>& table) {
+  CHECK_LE(count, num_evictable());
+  while (count > 0 && num_free() > 0) {
+    BlockRun run = free_runs.smallest();
+    int32_t len = std::min(run.len, count);
+    free_runs.erase_range(run.start, len);
+    avail_runs.erase_range(run.start, len);
+    for (int32_t b = run.start; b < run.start + len; ++b) {
+      blocks[b].refcount = 1;
+      table.push_back(b);
+    }
+    count -= len;
+  }
+  for (; count > 0; --count) {
+    int32_t b = lru_head;
+    evict(b);
+    avail_runs.erase(b);
+    blocks[b].refcount = 1;
+    table.push_back(b);
+  }
+}
+
+BlockRun KvPool::Impl::choose_extent(int32_t len) const {
+  BlockRun run = free_runs.best_fit(len);
+  if (run.len > 0) return BlockRun{run.start, len};
+  run = avail_runs.best_fit(len);
+  if (run.len == 0 || run.len == len) return run;
+  // Cost of a window: (cached blocks it evicts, most recent stamp among them).
+  auto cost = [&](int32_t start) {
+    std::pair<int32_t, uint64_t> c{0, 0};
+    for (int32_t b = start; b < start + len; ++b) {
+      if (!blocks[b].indexed) continue;
+      ++c.first;
+      c.second = std::max(c.second, blocks[b].lru_stamp);
+    }
+    return c;
+  };
+  int32_t tail_start = run.end() - len;
+  return BlockRun{cost(tail_start) < cost(run.start) ? tail_start : run.start, len};
+}
+
+void KvPool::Impl::take_extent(BlockRun extent, std::vector<int32_t>& table) {
+  avail_runs.erase_range(extent.start, extent.len);
+  for (int32_t b = extent.start; b < extent.end();) {
+    if (blocks[b].indexed) {
+      evict(b);
+      blocks[b].refcount = 1;
+      table.push_back(b++);
+      continue;
+    }
+    BlockRun free_run = free_runs.run_containing(b);
+    int32_t end = std::min(free_run.end(), extent.end());
+    free_runs.erase_range(b, end - b);
+    for (; b < end; ++b) {
+      blocks[b].refcount = 1;
+      table.push_back(b);
+    }
+  }
+}
+
+void KvPool::Impl::drop_ref(int32_t b) {
+  Block& block = blocks[b];
+  CHECK(block.refcount > 0) << "releasing block " << b << " with refcount 0";
+  if (--block.refcount > 0) return;
+  if (block.indexed) {
+    lru_push_back(b);
+    ++num_cached;
+  } else {
+    free_runs.insert(b);
+  }
+  avail_runs.insert(b);
+}
+
+// The first num_prefix_blocks entries of seq.table are the shared prefix.
+bool KvPool::Impl::try_contiguous(SeqBlocks& seq, int32_t num_prefix_blocks,
+                                  int32_t num_total_blocks) {
+  std::span<const int32_t> prefix(seq.table.data(), static_cast<size_t>(num_prefix_blocks));
+  hide_cached(prefix);
+  BlockRun extent = choose_extent(num_total_blocks - num_prefix_blocks);
+  if (extent.len == 0) {
+    unhide_cached(prefix);
+    return false;
+  }
+  pin_hidden(prefix);
+  take_extent(extent, seq.table);
+  seq.contiguous = true;
+  return true;
+}
+
+bool KvPool::Impl::try_paged(SeqBlocks& seq, int32_t num_prefix_blocks,
+                             int32_t num_prompt_blocks) {
+  std::span<const int32_t> prefix(seq.table.data(), static_cast<size_t>(num_prefix_blocks));
+  int32_t num_cached_prefix = 0;
+  for (int32_t b : prefix) num_cached_prefix += blocks[b].refcount == 0 ? 1 : 0;
+  if (num_evictable() - num_cached_prefix < num_prompt_blocks - num_prefix_blocks) return false;
+  hide_cached(prefix);
+  pin_hidden(prefix);
+  take_blocks(num_prompt_blocks - num_prefix_blocks, seq.table);
+  seq.contiguous = false;
+  return true;
+}
+
+KvPool::KvPool(const KvPoolConfig& config) : config_(config) {
+  CHECK(config.num_blocks > 0 && config.block_size > 0)
+      << "KV pool of " << config.num_blocks << " blocks of " << config.block_size << " tokens";
+  impl_ = std::make_unique<Impl>(config);
+}
+
+KvPool::~KvPool() = default;
+
+bool KvPool::can_ever_fit(int32_t max_total_tokens) const {
+  return max_total_tokens > 0 && ceil_div(max_total_tokens, config_.block_size) <= config_.num_blocks;
+}
+
+AdmitOutcome KvPool::admit(std::span<const int32_t> prompt, int32_t max_total_tokens,
+                           const BlockSignature& salt, SeqBlocks* out) {
+  CHECK(out != nullptr && out->table.empty()) << "admit into a SeqBlocks that holds blocks";
+  CHECK(!prompt.empty()) << "admit of an empty prompt";
+  CHECK(static_cast<int64_t>(prompt.size()) <= max_total_tokens)
+      << "prompt of " << prompt.size() << " tokens beyond max_total_tokens " << max_total_tokens;
+  if (!can_ever_fit(max_total_tokens)) return AdmitOutcome::kNeverFits;
+  const int32_t bs = config_.block_size;
+  const int32_t num_prompt = static_cast<int32_t>(prompt.size());
+  const int32_t num_total_blocks = ceil_div(max_total_tokens, bs);
+  const int32_t num_prompt_blocks = ceil_div(num_prompt, bs);
+  Impl& p = *impl_;
+
+  // Longest cached chain, never including the block of the last prompt token.
+  out->table.reserve(static_cast<size_t>(num_total_blocks));
+  BlockSignature signature;
+  BlockSignature last_signature;
+  for (int32_t i = 0; i < (num_prompt - 1) / bs; ++i) {
+    signature = sign_block(signature, prompt.subspan(static_cast<size_t>(i) * bs, bs), salt);
+    auto hit = p.index.find(signature);
+    if (hit == p.index.end()) break;
+    out->table.push_back(hit->second);
+    last_signature = signature;
+  }
+  int32_t num_prefix_blocks = static_cast<int32_t>(out->table.size());
+
+  bool placed = false;
+  switch (config_.policy) {
+    case CachePolicy::kContiguous:
+      placed = p.try_contiguous(*out, num_prefix_blocks, num_total_blocks);
+      if (!placed && num_prefix_blocks > 0) {
+        // The shared blocks may split the only run long enough; without them
+        // a request alone in the pool always fits, so never wait on them.
+        out->table.clear();
+        num_prefix_blocks = 0;
+        last_signature = BlockSignature{};
+        placed = p.try_contiguous(*out, 0, num_total_blocks);
+      }
+      break;
+    case CachePolicy::kPaged:
+      placed = p.try_paged(*out, num_prefix_blocks, num_prompt_blocks);
+      break;
+    case CachePolicy::kHybrid:
+      placed = p.try_contiguous(*out, num_prefix_blocks, num_total_blocks) ||
+               p.try_paged(*out, num_prefix_blocks, num_prompt_blocks);
+      break;
+  }
+  if (!placed) {
+    out->table.clear();
+    return AdmitOutcome::kWait;
+  }
+  out->num_reserved_tokens = static_cast<int32_t>(out->table.size()) * bs;
+  out->max_total_tokens = max_total_tokens;
+  out->num_prefix_tokens = num_prefix_blocks * bs;
+  out->num_computed_tokens = out->num_prefix_tokens;
+  out->num_signed_blocks = num_prefix_blocks;
+  out->last_signature = last_signature;
+  out->salt = salt;
+  p.account_add(*out);
+  p.prefix_query_tokens += num_prompt;
+  p.prefix_hit_tokens += out->num_prefix_tokens;
+  return AdmitOutcome::kAdmitted;
+}
+
+bool KvPool::ensure_capacity(SeqBlocks& seq, int32_t num_tokens) {
+  CHECK_LE(num_tokens, seq.max_total_tokens);
+  if (num_tokens <= seq.num_reserved_tokens) return true;
+  CHECK(!seq.contiguous) << "a contiguous sequence asked for " << num_tokens
+                         << " tokens beyond its extent of " << seq.num_reserved_tokens;
+  Impl& p = *impl_;
+  int32_t needed = ceil_div(num_tokens, config_.block_size) - static_cast<int32_t>(seq.table.size());
+  if (needed > p.num_evictable()) return false;
+  p.account_remove(seq);
+  p.take_blocks(needed, seq.table);
+  seq.num_reserved_tokens = static_cast<int32_t>(seq.table.size()) * config_.block_size;
+  p.account_add(seq);
+  return true;
+}
+
+void KvPool::commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t num_computed) {
+  CHECK(num_computed >= seq.num_computed_tokens && num_computed <= seq.num_reserved_tokens &&
+        num_computed <= static_cast<int64_t>(tokens.size()))
+      << "commit of " << num_computed << " tokens after " << seq.num_computed_tokens << ", with "
+      << seq.num_reserved_tokens << " reserved and " << tokens.size() << " given";
+  Impl& p = *impl_;
+  const int32_t bs = config_.block_size;
+  p.account_remove(seq);
+  seq.num_computed_tokens = num_computed;
+  p.account_add(seq);
+  while ((seq.num_signed_blocks + 1) * bs <= num_computed) {
+    int32_t i = seq.num_signed_blocks;
+    BlockSignature signature =
+        sign_block(seq.last_signature, tokens.subspan(static_cast<size_t>(i) * bs, bs), seq.salt);
+    int32_t b = seq.table[i];
+    // A sequence that computed the same block concurrently got there first:
+    // keep its entry, and this block simply stays unindexed (freed on release).
+    if (p.index.try_emplace(signature, b).second) {
+      p.blocks[b].indexed = true;
+      p.blocks[b].signature = signature;
+    }
+    seq.last_signature = signature;
+    ++seq.num_signed_blocks;
+  }
+}
+
+void KvPool::release(SeqBlocks& seq) {
+  Impl& p = *impl_;
+  if (!seq.table.empty()) p.account_remove(seq);
+  // Last block first, so a sequence's tail is evicted before its prefix,
+  // which other prompts are likelier to share.
+  for (auto it = seq.table.rbegin(); it != seq.table.rend(); ++it) p.drop_ref(*it);
+  std::vector<int32_t> table = std::move(seq.table);
+  table.clear();  // keeps its capacity for the next admission
+  seq = SeqBlocks{};
+  seq.table = std::move(table);
+}
+
+KvPoolStats KvPool::stats() const {
+  const Impl& p = *impl_;
+  KvPoolStats s;
+  s.num_blocks = p.num_blocks;
+  s.num_free_blocks = p.num_free();
+  s.num_cached_blocks = p.num_cached;
+  s.num_used_blocks = p.num_blocks - p.num_evictable();
+  s.num_live_signatures = static_cast<int32_t>(p.index.size());
+  double num_slots = static_cast<double>(p.num_blocks) * p.block_size;
+  s.internal_fragmentation = static_cast<double>(p.internal_slots) / num_slots;
+  s.reserved_ahead = static_cast<double>(p.ahead_slots) / num_slots;
+  int32_t evictable = p.num_evictable();
+  s.external_fragmentation =
+      evictable == 0 ? 0.0 : 1.0 - static_cast<double>(p.avail_runs.largest_len()) / evictable;
+  s.prefix_query_tokens = p.prefix_query_tokens;
+  s.prefix_hit_tokens = p.prefix_hit_tokens;
+  s.num_evictions = p.num_evictions;
+  return s;
+}
+
+int32_t KvPool::block_refcount(int32_t block) const {
+  CHECK(block >= 0 && block < config_.num_blocks) << "block id " << block;
+  return impl_->blocks[block].refcount;
+}
+
+Status KvPool::Impl::check_sequence(const SeqBlocks& seq, std::vector<int32_t>& refcounts) const {
+  const int32_t num_table = static_cast<int32_t>(seq.table.size());
+  if (seq.num_reserved_tokens != num_table * block_size) {
+    return internal_error("a sequence reserves ", seq.num_reserved_tokens, " tokens in ", num_table,
+                          " blocks");
+  }
+  if (seq.num_computed_tokens > seq.num_reserved_tokens ||
+      seq.num_computed_tokens < seq.num_prefix_tokens ||
+      seq.num_signed_blocks * block_size > seq.num_computed_tokens ||
+      seq.num_prefix_tokens % block_size != 0) {
+    return internal_error("a sequence has computed ", seq.num_computed_tokens, " tokens, prefix ",
+                          seq.num_prefix_tokens, ", ", seq.num_signed_blocks,
+                          " signed blocks and ", seq.num_reserved_tokens, " reserved");
+  }
+  const int32_t num_prefix_blocks = seq.num_prefix_tokens / block_size;
+  for (int32_t i = 0; i < num_table; ++i) {
+    int32_t b = seq.table[i];
+    if (b < 0 || b >= num_blocks) return internal_error("a table holds block id ", b);
+    if (std::find(seq.table.begin(), seq.table.begin() + i, b) != seq.table.begin() + i) {
+      return internal_error("a table holds block ", b, " twice");
+    }
+    if (seq.contiguous && i > num_prefix_blocks && b != seq.table[i - 1] + 1) {
+      return internal_error("a contiguous extent breaks at table entry ", i, " (block ", b, ")");
+    }
+    ++refcounts[b];
+  }
+  if (seq.contiguous && num_table != ceil_div(seq.max_total_tokens, block_size)) {
+    return internal_error("a contiguous sequence holds ", num_table, " blocks for ",
+                          seq.max_total_tokens, " tokens");
+  }
+  return ok_status();
+}
+
+Status KvPool::Impl::check_blocks(const std::vector<int32_t>& refcounts) const {
+  std::vector<uint8_t> is_free(static_cast<size_t>(num_blocks), 0);
+  std::vector<uint8_t> is_avail(static_cast<size_t>(num_blocks), 0);
+  int32_t num_indexed = 0;
+  int32_t num_cached_seen = 0;
+  for (int32_t b = 0; b < num_blocks; ++b) {
+    const Block& block = blocks[b];
+    if (block.refcount != refcounts[b]) {
+      return internal_error("block ", b, " has refcount ", block.refcount, " but ", refcounts[b],
+                            " live references");
+    }
+    is_avail[b] = block.refcount == 0;
+    is_free[b] = block.refcount == 0 && !block.indexed;
+    num_cached_seen += block.refcount == 0 && block.indexed ? 1 : 0;
+    if (!block.indexed) continue;
+    ++num_indexed;
+    auto entry = index.find(block.signature);
+    if (entry == index.end() || entry->second != b) {
+      return internal_error("indexed block ", b, " is not what the index maps its signature to");
+    }
+  }
+  if (num_indexed != static_cast<int32_t>(index.size())) {
+    return internal_error("the prefix index has ", index.size(), " entries for ", num_indexed,
+                          " indexed blocks");
+  }
+  if (num_cached_seen != num_cached) {
+    return internal_error(num_cached_seen, " blocks are cached, counted ", num_cached);
+  }
+  ZL_RETURN_IF_ERROR(free_runs.check(is_free).with_prefix("free runs"));
+  return avail_runs.check(is_avail).with_prefix("free-or-cached runs");
+}
+
+Status KvPool::Impl::check_lru() const {
+  int32_t count = 0;
+  int32_t prev = kNone;
+  for (int32_t b = lru_head; b != kNone; prev = b, b = blocks[b].lru_next) {
+    const Block& block = blocks[b];
+    if (block.refcount != 0 || !block.indexed) return internal_error("LRU holds uncached block ", b);
+    if (block.lru_prev != prev) return internal_error("LRU back link of block ", b, " is broken");
+    if (prev != kNone && blocks[prev].lru_stamp >= block.lru_stamp) {
+      return internal_error("LRU stamps decrease at block ", b);
+    }
+    if (++count > num_cached) return internal_error("LRU list is longer than the cached count");
+  }
+  if (prev != lru_tail) return internal_error("LRU tail is ", lru_tail, ", list ends at ", prev);
+  if (count != num_cached) return internal_error("LRU holds ", count, " of ", num_cached, " cached");
+  return ok_status();
+}
+
+Status KvPool::check_invariants(std::span<const SeqBlocks* const> live) const {
+  const Impl& p = *impl_;
+  std::vector<int32_t> refcounts(static_cast<size_t>(p.num_blocks), 0);
+  int64_t internal_slots = 0;
+  int64_t ahead_slots = 0;
+  for (const SeqBlocks* seq : live) {
+    if (seq->table.empty()) continue;  // released, or never admitted
+    ZL_RETURN_IF_ERROR(p.check_sequence(*seq, refcounts));
+    Impl::SlotUse use = p.slot_use(*seq);
+    internal_slots += use.internal;
+    ahead_slots += use.ahead;
+  }
+  if (internal_slots != p.internal_slots || ahead_slots != p.ahead_slots) {
+    return internal_error("slot accounting says ", p.internal_slots, " internal and ",
+                          p.ahead_slots, " ahead; live sequences hold ", internal_slots, " and ",
+                          ahead_slots);
+  }
+  ZL_RETURN_IF_ERROR(p.check_blocks(refcounts));
+  return p.check_lru();
+}
+
+}  // namespace zl

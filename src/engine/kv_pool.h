@@ -1,0 +1,170 @@
+// The KV pool: which blocks of the KV cache belong to which sequence, which
+// hold reusable prefixes, and which are free. It never touches KV data (that
+// is model/kv_cache.h); it hands out block ids, and the forward pass reads a
+// sequence's KV through its block table: position p lives in block
+// table[p / block_size], row p % block_size.
+//
+// Cache signatures. Every full block of a sequence is named by a 16-byte
+// signature, XXH3-128 over (previous block's signature, the block's token ids,
+// the salt), the salt being the model's fingerprint and the request's
+// cache_salt. Equal prefixes give equal signature chains, so a new sequence
+// whose prompt starts like an earlier one shares those blocks (refcounted)
+// instead of recomputing them. A released sequence's signed blocks stay
+// cached (refcount 0) until their memory is needed, then go least recently
+// used first. Sequences with different salts never share.
+//
+// Policies:
+//  - contiguous: admission reserves the sequence's whole extent (prompt +
+//    max_new_tokens, after any shared prefix) as one run of consecutive block
+//    ids, so an admitted sequence never needs memory again. Best-fit
+//    placement keeps external fragmentation low.
+//  - paged: admission takes blocks for the prompt only; later blocks come on
+//    demand (ensure_capacity) and may fail, and the engine then preempts.
+//  - hybrid: contiguous when a run of the right length is free, else paged
+//    blocks for the prompt (then on demand).
+//
+// Threading: owned by the engine thread; no locks. Nothing here allocates
+// after construction except the prefix index (a hash map of signatures), the
+// run sets' node pool until it has warmed up (engine/block_runs.h), and a
+// sequence's table, reserved once at admission for max_total_tokens.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace zl {
+
+struct BlockSignature {
+  uint64_t low = 0;
+  uint64_t high = 0;
+  auto operator<=>(const BlockSignature&) const = default;
+};
+
+// The salt of a request: XXH3_128bits_withSeed(cache_salt bytes, seed =
+// model_fingerprint).
+BlockSignature make_cache_salt(uint64_t model_fingerprint, std::string_view cache_salt);
+// XXH3-128 (unseeded) over the bytes prev.low, prev.high, the tokens, salt.low,
+// salt.high, every field little-endian (uint64 / int32). For the first block
+// of a sequence prev is the all-zero signature. Clients may compute these.
+BlockSignature sign_block(const BlockSignature& prev, std::span<const int32_t> tokens,
+                          const BlockSignature& salt);
+
+enum class CachePolicy { kContiguous, kPaged, kHybrid };
+const char* cache_policy_name(CachePolicy policy);
+StatusOr<CachePolicy> parse_cache_policy(std::string_view name);
+
+struct KvPoolConfig {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;
+  CachePolicy policy = CachePolicy::kContiguous;
+};
+
+// One sequence's blocks. Created by admit(), owned by the engine's request,
+// passed back to every other call, emptied by release().
+struct SeqBlocks {
+  std::vector<int32_t> table;         // block ids, position p in table[p / block_size]
+  int32_t num_reserved_tokens = 0;    // table.size() * block_size
+  int32_t max_total_tokens = 0;       // as given to admit()
+  int32_t num_computed_tokens = 0;    // as last given to commit()
+  int32_t num_prefix_tokens = 0;      // tokens whose KV came from the cache at admission
+  // Leading blocks whose signatures are known (shared at admission, or
+  // signed by commit). One signed by commit while an equal block was already
+  // in the prefix index stays out of the index (the first one wins).
+  int32_t num_signed_blocks = 0;
+  BlockSignature last_signature;      // signature of table[num_signed_blocks - 1]
+  BlockSignature salt;
+  bool contiguous = false;            // the non-prefix part is one reserved run
+};
+
+enum class AdmitOutcome {
+  kAdmitted,     // blocks assigned; out->num_prefix_tokens tokens need no compute
+  kWait,         // not enough memory now; try again later
+  kNeverFits,    // needs more blocks than the whole pool
+};
+
+struct KvPoolStats {
+  int32_t num_blocks = 0;
+  int32_t num_free_blocks = 0;     // refcount 0, unsigned
+  int32_t num_cached_blocks = 0;   // refcount 0, signed: reusable, evictable
+  int32_t num_used_blocks = 0;     // refcount > 0
+  int32_t num_live_signatures = 0; // signatures in the prefix index
+  // Slots in held blocks that their sequence can never use (beyond its
+  // max_total_tokens: block rounding), over all slots in the pool.
+  double internal_fragmentation = 0.0;
+  // Slots held for tokens a sequence has not computed yet (contiguous
+  // reserves them at admission), over all slots in the pool.
+  double reserved_ahead = 0.0;
+  // 1 - (largest run of free-or-evictable blocks / all free-or-evictable blocks).
+  double external_fragmentation = 0.0;
+  // Whole prompt lengths of admitted sequences (kWait tries do not count), so
+  // hit / query is the share of prompt tokens not computed; it stays below 1
+  // since each prompt's last block is always computed.
+  int64_t prefix_query_tokens = 0;
+  int64_t prefix_hit_tokens = 0;   // of which served from the cache
+  int64_t num_evictions = 0;       // cached blocks taken for other contents
+};
+
+class KvPool {
+ public:
+  explicit KvPool(const KvPoolConfig& config);
+  ~KvPool();
+  KvPool(const KvPool&) = delete;
+  KvPool& operator=(const KvPool&) = delete;
+
+  const KvPoolConfig& config() const { return config_; }
+
+  // Reuses the longest chain of cached full blocks matching `prompt` (never
+  // the whole prompt: at least its last token is left to compute, since its
+  // logits are needed), then reserves memory as the policy says for
+  // max_total_tokens (prompt + max_new_tokens, capped by the caller at the
+  // context length). Evicts cached blocks (LRU) when needed, and only when it
+  // admits: kWait and kNeverFits leave the pool as it was. Contiguous: when no
+  // extent fits beside the shared prefix blocks, it tries again without
+  // sharing (the prefix may then be evicted), so a request alone in the pool
+  // always fits. Requires a non-empty prompt, prompt.size() <=
+  // max_total_tokens and an empty *out (fresh or released).
+  AdmitOutcome admit(std::span<const int32_t> prompt, int32_t max_total_tokens,
+                     const BlockSignature& salt, SeqBlocks* out);
+
+  // Makes the table cover num_tokens positions (paged and hybrid grow here;
+  // contiguous sequences already have their extent). False when out of
+  // memory: the caller preempts someone and retries, or waits (the pool is
+  // then unchanged). num_tokens <= max_total_tokens; beyond the extent of a
+  // contiguous sequence is a caller bug (CHECK).
+  [[nodiscard]] bool ensure_capacity(SeqBlocks& seq, int32_t num_tokens);
+
+  // Tells the pool that KV for tokens[0, num_computed) is written: newly
+  // completed full blocks are signed and become shareable.
+  void commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t num_computed);
+
+  // Returns a finished, aborted or preempted sequence's blocks: signed blocks
+  // stay cached (refcount 0, LRU), the rest become free. Leaves seq empty
+  // (its table keeps its capacity); releasing an empty seq does nothing.
+  // The last block goes to the LRU first, so tails are evicted before the
+  // prefixes other prompts may share.
+  void release(SeqBlocks& seq);
+
+  // Would a sequence of this many tokens ever fit (pool size only)?
+  bool can_ever_fit(int32_t max_total_tokens) const;
+
+  KvPoolStats stats() const;
+  // How many live sequences hold `block` (tests, debugging).
+  int32_t block_refcount(int32_t block) const;
+  // Expensive consistency check for tests: refcounts equal the references
+  // held by live SeqBlocks given, free/cached/used partition the pool, the
+  // prefix index points at cached-or-used blocks with matching signatures.
+  Status check_invariants(std::span<const SeqBlocks* const> live) const;
+
+ private:
+  struct Impl;
+  KvPoolConfig config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zl
