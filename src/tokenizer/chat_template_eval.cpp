@@ -519,6 +519,9 @@ StatusOr<Value> Renderer::eval_binary(const Expr& e) {
     return Value::list(std::move(items));
   }
   if (op == "%" && a.is_string()) return percent_format(a.str(), b);
+  if (op == "+" && (a.is_string() || a.is_list())) {
+    return invalid_argument("can only concatenate ", a.type_name(), " (not \"", b.type_name(), "\") to ", a.type_name());
+  }
   return invalid_argument("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '", b.type_name(), "'");
 }
 
