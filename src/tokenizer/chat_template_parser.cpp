@@ -116,7 +116,9 @@ class Parser {
       const Token& t = cur();
       if (t.kind == TokenKind::kEof) {
         if (ends.empty()) return body;
-        return error_at(t, "unexpected end of template, expected '" + *ends.begin() + "'");
+        std::string names;
+        for (const std::string& e : ends) names += (names.empty() ? "'" : " or '") + e + "'";
+        return error_at(t, "unexpected end of template, looking for " + names);
       }
       if (t.kind == TokenKind::kData) {
         NodePtr n = make_node(NodeKind::kData, t);
