@@ -83,21 +83,9 @@ StatusOr<Value> percent_format(const std::string& fmt, const Value& arg) {
 
 const Value* Scope::find(const std::string& name) const {
   for (const Scope* s = this; s != nullptr; s = s->parent.get()) {
-    for (const auto& [k, v] : s->vars) {
-      if (k == name) return &v;
-    }
+    if (const Value* v = s->vars.find(name)) return v;
   }
   return nullptr;
-}
-
-void Scope::set(const std::string& name, Value value) {
-  for (auto& [k, v] : vars) {
-    if (k == name) {
-      v = std::move(value);
-      return;
-    }
-  }
-  vars.emplace_back(name, std::move(value));
 }
 
 Renderer::Renderer(const Program& program, const RenderEnv& env) : program_(program), env_(env) {}
@@ -107,7 +95,7 @@ StatusOr<std::string> Renderer::render(const Value& context) {
   add_globals(*globals);
   auto root = std::make_shared<Scope>();
   root->parent = globals;
-  if (context.is_dict()) root->vars = context.entries().items;
+  if (context.is_dict()) root->vars = context.entries();
   scope_ = root;
   std::string out;
   out_ = &out;

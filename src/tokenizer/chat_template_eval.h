@@ -34,10 +34,11 @@ struct RenderEnv {
 };
 
 struct Scope {
-  std::vector<std::pair<std::string, Value>> vars;
+  ValueDict vars;
   std::shared_ptr<Scope> parent;
+  // Innermost binding of `name` along the parent chain, or null.
   const Value* find(const std::string& name) const;
-  void set(const std::string& name, Value value);
+  void set(const std::string& name, Value value) { vars.set(name, std::move(value)); }
 };
 
 class Renderer {

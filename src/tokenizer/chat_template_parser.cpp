@@ -339,25 +339,17 @@ class Parser {
     return expr;
   }
 
-  StatusOr<ExprPtr> parse_or() {
-    ZL_ASSIGN_OR_RETURN(ExprPtr left, parse_and());
-    while (is_name("or")) {
-      ExprPtr e = make(ExprKind::kOr, cur());
-      advance();
-      ZL_ASSIGN_OR_RETURN(ExprPtr right, parse_and());
-      ZL_RETURN_IF_ERROR(add_arg(*e, std::move(left)));
-      ZL_RETURN_IF_ERROR(add_arg(*e, std::move(right)));
-      left = std::move(e);
-    }
-    return left;
-  }
+  StatusOr<ExprPtr> parse_or() { return parse_logical(ExprKind::kOr); }
+  StatusOr<ExprPtr> parse_and() { return parse_logical(ExprKind::kAnd); }
 
-  StatusOr<ExprPtr> parse_and() {
-    ZL_ASSIGN_OR_RETURN(ExprPtr left, parse_not());
-    while (is_name("and")) {
-      ExprPtr e = make(ExprKind::kAnd, cur());
+  // `a or b or ...` over and-expressions; `a and b and ...` over not-expressions.
+  StatusOr<ExprPtr> parse_logical(ExprKind kind) {
+    const bool is_or = kind == ExprKind::kOr;
+    ZL_ASSIGN_OR_RETURN(ExprPtr left, is_or ? parse_and() : parse_not());
+    while (is_name(is_or ? "or" : "and")) {
+      ExprPtr e = make(kind, cur());
       advance();
-      ZL_ASSIGN_OR_RETURN(ExprPtr right, parse_not());
+      ZL_ASSIGN_OR_RETURN(ExprPtr right, is_or ? parse_and() : parse_not());
       ZL_RETURN_IF_ERROR(add_arg(*e, std::move(left)));
       ZL_RETURN_IF_ERROR(add_arg(*e, std::move(right)));
       left = std::move(e);

@@ -1,9 +1,8 @@
 #include "tokenizer/chat_template_source.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "core/mapped_file.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -11,14 +10,6 @@ namespace zl {
 namespace {
 
 namespace fs = std::filesystem;
-
-StatusOr<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found(path, ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool is_file(const std::string& path) {
   std::error_code ec;
@@ -29,7 +20,7 @@ bool is_file(const std::string& path) {
 StatusOr<nlohmann::ordered_json> read_config(const std::string& dir) {
   std::string path = (fs::path(dir) / "tokenizer_config.json").string();
   if (dir.empty() || !is_file(path)) return nlohmann::ordered_json();
-  ZL_ASSIGN_OR_RETURN(std::string text, read_text(path));
+  ZL_ASSIGN_OR_RETURN(std::string text, read_file(path));
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(text, nullptr, false);
   if (config.is_discarded() || !config.is_object()) return data_loss(path, ": not a JSON object");
   return config;
@@ -94,14 +85,14 @@ StatusOr<ResolvedChatTemplate> resolve_chat_template(const ChatTemplateRequest& 
     return out;
   }
   if (!request.override_template.empty()) {
-    ZL_ASSIGN_OR_RETURN(out.source, read_text(request.override_template));
+    ZL_ASSIGN_OR_RETURN(out.source, read_file(request.override_template));
     out.origin = request.override_template;
     return out;
   }
   for (const std::string& d : dirs) {
     std::string jinja = (fs::path(d) / "chat_template.jinja").string();
     if (is_file(jinja)) {
-      ZL_ASSIGN_OR_RETURN(out.source, read_text(jinja));
+      ZL_ASSIGN_OR_RETURN(out.source, read_file(jinja));
       out.origin = jinja;
       return out;
     }

@@ -118,6 +118,9 @@ StatusOr<bool> affix_test(const std::string& s, const Value& arg, bool prefix) {
   return false;
 }
 
+StatusOr<Value> call_string_search(Renderer& r, const std::string& s, const std::string& name, ValueList& args,
+                                   KwArgs& kwargs);
+
 }  // namespace
 
 std::string py_strip(std::string_view s, const std::string* chars, bool left, bool right) {
@@ -241,6 +244,14 @@ StatusOr<Value> call_string_method(Renderer& r, const std::string& s, const std:
     ZL_RETURN_IF_ERROR(r.check_size(out.size()));
     return Value::string(std::move(out));
   }
+  return call_string_search(r, s, name, args, kwargs);
+}
+
+namespace {
+
+// find/rfind/count/join/format/splitlines and the is*() predicates.
+StatusOr<Value> call_string_search(Renderer& r, const std::string& s, const std::string& name, ValueList& args,
+                                   KwArgs& kwargs) {
   if (name == "find" || name == "rfind" || name == "count") {
     if (args.empty() || !args[0].is_string()) return invalid_argument(name, "() needs a string argument");
     const std::string& sub = args[0].str();
@@ -295,4 +306,5 @@ StatusOr<Value> call_string_method(Renderer& r, const std::string& s, const std:
   return invalid_argument("'str' object has no attribute '", name, "'");
 }
 
+}  // namespace
 }  // namespace zl::jinja
