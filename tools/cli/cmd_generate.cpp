@@ -1,5 +1,7 @@
-// zerolayer generate: one prompt, streamed to stdout, then a summary line on
-// stderr (prompt tokens, generated tokens, time to first token, tokens/s).
+// zerolayer generate: one prompt through the engine, streamed to stdout,
+// then a summary line on stderr (prompt tokens, generated tokens, time to
+// first token, tokens/s).
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -7,9 +9,11 @@
 #include <memory>
 #include <sstream>
 
+#include "chat_prompt.h"
 #include "commands.h"
 #include "common.h"
-#include "engine/generate.h"
+#include "engine/inbox.h"
+#include "zerolayer/engine.h"
 
 namespace zl::cli {
 namespace {
@@ -19,17 +23,12 @@ struct GenerateFlags {
   std::string prompt;
   std::string prompt_file;
   int max_new_tokens = 128;
-  float temperature = 1.0f;
-  int top_k = 0;
-  float top_p = 1.0f;
-  float min_p = 0.0f;
-  float repetition_penalty = 1.0f;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
+  SamplingParams sampling;
   int64_t seed = -1;
   std::vector<std::string> stop;
   bool ignore_eos = false;
-  bool no_special = false;
+  bool chat = false;          // the prompt is one user message through the chat template
+  std::string chat_template;  // --chat-template FILE|chatml (implies --chat)
 };
 
 StatusOr<std::string> read_prompt(const GenerateFlags& f) {
@@ -43,59 +42,85 @@ StatusOr<std::string> read_prompt(const GenerateFlags& f) {
   return f.prompt;
 }
 
-int run_generate(const GenerateFlags& f) {
+// Writes text to stdout as it arrives (on the engine thread) and wakes the
+// main thread at the end.
+class StdoutSink : public EventSink {
+ public:
+  void on_token(const TokenEvent& event) override { write(event.text); }
+  void on_finish(const FinishEvent& event) override {
+    write(event.remaining_text);
+    finish = event;
+    done.store(1, std::memory_order_release);
+    futex_wake_all(&done);
+  }
+  void wait() {
+    while (done.load(std::memory_order_acquire) == 0) futex_wait(&done, 0);
+  }
+  FinishEvent finish;
+  std::atomic<uint32_t> done{0};
+
+ private:
+  static void write(const std::string& text) {
+    if (text.empty()) return;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  }
+};
+
+int run_generate(GenerateFlags& f) {
   StatusOr<std::string> prompt_text = read_prompt(f);
   if (!prompt_text.ok()) return report_error(prompt_text.status());
-  SamplingParams sampling;
-  sampling.temperature = f.temperature;
-  sampling.top_k = f.top_k;
-  sampling.top_p = f.top_p;
-  sampling.min_p = f.min_p;
-  sampling.repetition_penalty = f.repetition_penalty;
-  sampling.presence_penalty = f.presence_penalty;
-  sampling.frequency_penalty = f.frequency_penalty;
-  sampling.has_seed = f.seed >= 0;
-  sampling.seed = static_cast<uint64_t>(f.seed);
-  // Sampling values are checked before the (possibly slow) load.
-  if (Status s = validate_sampling(sampling, std::numeric_limits<int32_t>::max()); !s.ok()) return report_error(s);
-  if (f.max_new_tokens < 0) return report_error(invalid_argument("--max-new-tokens must be >= 0"));
+  f.sampling.has_seed = f.seed >= 0;
+  f.sampling.seed = static_cast<uint64_t>(f.seed);
+  // Values are checked before the (possibly slow) load.
+  if (Status s = validate_sampling(f.sampling, std::numeric_limits<int32_t>::max()); !s.ok()) return report_error(s);
+  if (f.max_new_tokens < 1) return report_error(invalid_argument("--max-new-tokens must be at least 1"));
+  std::vector<int32_t> chat_ids;
+  if (f.chat || !f.chat_template.empty()) {
+    auto chat = build_chat_prompt(f.model, *prompt_text, f.chat_template);
+    if (!chat.ok()) return report_error(chat.status());
+    *prompt_text = chat->text;
+    chat_ids = std::move(chat->ids);
+  }
 
-  auto loaded = load_for_inference(f.model, 512);
-  if (!loaded.ok()) return report_error(loaded.status());
-  LoadedModel& lm = **loaded;
-  const Tokenizer& tokenizer = *lm.source.tokenizer;
-  std::vector<int32_t> prompt = tokenizer.encode(*prompt_text, !f.no_special, !f.no_special);
+  EngineConfig config;
+  config.model = f.model.model;
+  config.tokenizer = f.model.tokenizer;
+  config.num_threads = f.model.threads;
+  config.max_seq_len = f.model.max_seq_len;
+  config.max_num_seqs = 1;
+  config.max_num_batched_tokens = 512;
+  config.load_progress = show_load_progress;
+  auto engine = Engine::create(config);
+  if (!engine.ok()) return report_error(engine.status());
 
-  GenerateOptions options;
-  options.max_new_tokens = f.max_new_tokens;
-  options.stop = f.stop;
-  options.ignore_eos = f.ignore_eos;
-  options.sampling = sampling;
-  options.eos_ids = lm.source.config.eos_token_ids;
-  if (tokenizer.special_ids().eos >= 0) options.eos_ids.push_back(tokenizer.special_ids().eos);
-
-  const ModelConfig& config = lm.source.config;
-  int64_t needed = std::min<int64_t>(config.max_seq_len, int64_t{static_cast<int64_t>(prompt.size())} + f.max_new_tokens);
-  constexpr int32_t kBlockSize = 16;
-  auto cache = KvCache::create(config, static_cast<int32_t>(std::max<int64_t>(1, (needed + kBlockSize - 1) / kBlockSize)), kBlockSize);
-  if (!cache.ok()) return report_error(cache.status());
-
+  auto sink = std::make_shared<StdoutSink>();
+  Request request;
+  request.prompt_text = *prompt_text;
+  request.prompt_ids = std::move(chat_ids);
+  request.sampling = f.sampling;
+  request.max_new_tokens = f.max_new_tokens;
+  request.stop = f.stop;
+  request.ignore_eos = f.ignore_eos;
+  request.sink = sink;
   std::fwrite(prompt_text->data(), 1, prompt_text->size(), stdout);
   std::fflush(stdout);
-  auto result = generate(*lm.model, **cache, tokenizer, prompt, options, [](std::string_view piece) {
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-  });
+  auto id = (*engine)->submit(std::move(request));
+  if (!id.ok()) {
+    std::fputc('\n', stdout);
+    return report_error(id.status());
+  }
+  sink->wait();
   std::fputc('\n', stdout);
-  if (!result.ok()) return report_error(result.status());
-  const GenerateResult& r = *result;
-  double decode_s = r.total_s - r.time_to_first_token_s;
-  size_t decoded = r.output_ids.size() > 0 ? r.output_ids.size() - 1 : 0;
+  const FinishEvent& r = sink->finish;
+  if (r.reason == FinishReason::kError) return report_error(internal_error(r.stop_detail));
+  double decode_s = r.timings.finish_s - r.timings.first_token_s;
+  int decoded = std::max(0, r.num_generated_tokens - 1);
   std::fprintf(stderr,
-               "prompt tokens: %d, generated tokens: %zu, time to first token: %.1f ms, "
+               "prompt tokens: %d, generated tokens: %d, time to first token: %.1f ms, "
                "decode: %.2f tokens/s, finish: %s\n",
-               r.num_prompt_tokens, r.output_ids.size(), r.time_to_first_token_s * 1e3,
-               decode_s > 0 ? decoded / decode_s : 0.0, finish_reason_name(r.finish));
+               r.num_prompt_tokens, r.num_generated_tokens, r.timings.first_token_s * 1e3,
+               decode_s > 0 ? decoded / decode_s : 0.0, finish_reason_name(r.reason));
   return 0;
 }
 
@@ -108,18 +133,20 @@ Command add_generate_command(CLI::App& app) {
   auto* prompt = cmd->add_option("-p,--prompt", f->prompt, "The prompt text");
   auto* prompt_file = cmd->add_option("-f,--prompt-file", f->prompt_file, "Read the prompt from a file");
   prompt->excludes(prompt_file);
+  SamplingParams& s = f->sampling;
   cmd->add_option("-n,--max-new-tokens", f->max_new_tokens, "Tokens to generate at most")->capture_default_str();
-  cmd->add_option("--temperature", f->temperature, "0 for greedy; otherwise (0, 100]")->capture_default_str();
-  cmd->add_option("--top-k", f->top_k, "Keep the k most likely tokens (0: off)")->capture_default_str();
-  cmd->add_option("--top-p", f->top_p, "Nucleus sampling mass in (0, 1]")->capture_default_str();
-  cmd->add_option("--min-p", f->min_p, "Drop tokens below min-p x the top probability")->capture_default_str();
-  cmd->add_option("--repetition-penalty", f->repetition_penalty, "HF-style, on prompt and output (1: off)")->capture_default_str();
-  cmd->add_option("--presence-penalty", f->presence_penalty, "OpenAI-style, in [-2, 2]")->capture_default_str();
-  cmd->add_option("--frequency-penalty", f->frequency_penalty, "OpenAI-style, in [-2, 2]")->capture_default_str();
+  cmd->add_option("--temperature", s.temperature, "0 for greedy; otherwise (0, 100]")->capture_default_str();
+  cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)")->capture_default_str();
+  cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass in (0, 1]")->capture_default_str();
+  cmd->add_option("--min-p", s.min_p, "Drop tokens below min-p x the top probability")->capture_default_str();
+  cmd->add_option("--repetition-penalty", s.repetition_penalty, "HF-style, on prompt and output (1: off)")->capture_default_str();
+  cmd->add_option("--presence-penalty", s.presence_penalty, "OpenAI-style, in [-2, 2]")->capture_default_str();
+  cmd->add_option("--frequency-penalty", s.frequency_penalty, "OpenAI-style, in [-2, 2]")->capture_default_str();
   cmd->add_option("-s,--seed", f->seed, "Sampling seed (default: random)");
   cmd->add_option("--stop", f->stop, "Stop string (repeatable); not included in the output");
   cmd->add_flag("--ignore-eos", f->ignore_eos, "Keep generating past end-of-sequence tokens");
-  cmd->add_flag("--no-special", f->no_special, "Add no bos/eos and treat special-token text as plain text");
+  cmd->add_flag("--chat", f->chat, "Send the prompt as one user message through the model's chat template");
+  cmd->add_option("--chat-template", f->chat_template, "A Jinja chat template file, or 'chatml' (implies --chat)");
   return [f] { return run_generate(*f); };
 }
 

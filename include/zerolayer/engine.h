@@ -1,0 +1,91 @@
+// zerolayer's engine: one thread that owns the model, the KV cache and every
+// request's state, and runs the loop drain inbox → admit → schedule → one
+// forward pass → sample → publish, with no scheduler beside it.
+//
+//   auto engine = zl::Engine::create(config);          // loads the model
+//   auto id = (*engine)->submit(std::move(request));   // any thread, never blocks
+//   ... request.sink receives token events, then exactly one FinishEvent ...
+//   (*engine)->abort(*id);                              // any thread
+//
+// Contracts: submit() and abort() are safe from any thread and only push onto
+// a lock-free inbox. Sinks are called on the engine thread and must not block
+// (hand the event to your own queue or ring). Every accepted request gets
+// exactly one FinishEvent, after which its KV memory is back in the pool.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/kv_pool.h"
+#include "zerolayer/request.h"
+
+namespace zl {
+
+struct EngineConfig {
+  std::string model;                  // a model directory, a .gguf file or dummy:NAME[:SEED]
+  std::string tokenizer;              // overrides the model's tokenizer
+  int32_t num_threads = 0;            // 0: one per core
+  int32_t max_seq_len = 0;            // 0: the model's context
+  int32_t max_num_seqs = 256;         // sequences in one batch at most
+  int32_t max_num_batched_tokens = 2048;  // tokens in one forward pass at most
+  int32_t max_num_waiting = 4096;     // queue bound; submit fails beyond it
+  int64_t kv_cache_bytes = 0;         // KV pool size; 0: kv_cache_fraction of free memory
+  double kv_cache_fraction = 0.25;    // used when kv_cache_bytes == 0
+  int32_t block_size = 16;            // tokens per KV block
+  CachePolicy cache_policy = CachePolicy::kContiguous;
+  std::function<void(int, int)> load_progress;  // (tensors done, total), while loading
+};
+
+// A consistent snapshot of the engine's counters, taken on the engine thread.
+struct EngineStats {
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  int64_t num_steps = 0;
+  int64_t num_finished = 0;
+  int64_t num_preemptions = 0;
+  int64_t prompt_tokens_total = 0;
+  int64_t generation_tokens_total = 0;
+  KvPoolStats kv;
+  // Scheduling gap: host time between the end of one forward pass and the
+  // start of the next, while work remains (µs, over all steps so far).
+  double sched_gap_p50_us = 0, sched_gap_p99_us = 0, sched_gap_max_us = 0;
+  double batch_size_mean = 0, tokens_per_step_mean = 0;
+};
+
+class Engine {
+ public:
+  // Loads the model, sizes the KV pool and starts the engine thread.
+  static StatusOr<std::unique_ptr<Engine>> create(const EngineConfig& config);
+  ~Engine();  // aborts what is in flight (each gets its FinishEvent), joins
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates and queues; errors (bad sampling values, a prompt beyond the
+  // context, a request that can never fit the pool, a full queue) come back
+  // here and no event is sent. Never blocks on the engine.
+  [[nodiscard]] StatusOr<RequestId> submit(Request request);
+  // Ends the request with reason kAborted if it has not finished; no-op otherwise.
+  void abort(RequestId id);
+  // Blocks until the engine thread has produced a fresh snapshot.
+  EngineStats stats();
+
+  struct ModelInfo {
+    std::string name;
+    int32_t vocab_size = 0;
+    int32_t max_seq_len = 0;
+    int32_t kv_capacity_tokens = 0;
+  };
+  const ModelInfo& model_info() const;
+
+  class Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zl

@@ -1,0 +1,75 @@
+// What a client hands the engine (Request) and what comes back (TokenEvent,
+// then exactly one FinishEvent), delivered through the request's EventSink on
+// the engine thread. Shared by the in-process API, HTTP and shared memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace zl {
+
+using RequestId = uint64_t;
+
+enum class FinishReason {
+  kStop,     // an eos id, a stop string, or min_token_prob
+  kLength,   // max_new_tokens or the context is full
+  kAborted,  // abort(), or the engine shut down
+  kError,    // the request failed after admission (message in FinishEvent)
+};
+const char* finish_reason_name(FinishReason reason);
+
+struct TokenEvent {
+  RequestId id = 0;
+  int32_t token = -1;
+  std::string text;                   // the new text; may be empty (partial UTF-8, held stop prefix)
+  float logprob = 0.0f;               // of the raw distribution
+  std::vector<TokenLogprob> top_logprobs;
+};
+
+// Per-request timings, seconds from submit().
+struct RequestTimings {
+  double queue_s = 0;                 // submit → admitted
+  double prefill_s = 0;               // admitted → last prompt token computed
+  double first_token_s = 0;           // submit → first token sampled
+  double finish_s = 0;                // submit → finished
+};
+
+struct FinishEvent {
+  RequestId id = 0;
+  FinishReason reason = FinishReason::kLength;
+  std::string stop_detail;            // "eos", "stop string", "min_token_prob", or the error
+  int32_t num_prompt_tokens = 0;
+  int32_t num_cached_prompt_tokens = 0;  // served from the prefix cache
+  int32_t num_generated_tokens = 0;
+  int32_t num_preemptions = 0;
+  std::string remaining_text;         // text held back until the end (flushed), if any
+  RequestTimings timings;
+};
+
+// Receives one request's events on the engine thread.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void on_token(const TokenEvent& event) = 0;
+  virtual void on_finish(const FinishEvent& event) = 0;
+};
+
+struct Request {
+  std::vector<int32_t> prompt_ids;    // either ids...
+  std::string prompt_text;            // ...or text (tokenized at submit, with bos as the model wants)
+  SamplingParams sampling;
+  int32_t max_new_tokens = 256;
+  std::vector<std::string> stop;      // stop strings (not included in the output)
+  std::vector<int32_t> stop_token_ids;  // besides the model's eos ids
+  bool ignore_eos = false;
+  std::string cache_salt;             // requests with different salts never share KV
+  int32_t priority = 0;               // higher is admitted first, then arrival order
+  float min_token_prob = 0.0f;        // stop when p(sampled token) < this; 0: off
+  std::shared_ptr<EventSink> sink;    // required
+};
+
+}  // namespace zl

@@ -1,0 +1,264 @@
+// Engine: the public face of the engine loop. submit() validates and
+// tokenizes on the caller's thread, then hands a ready Sequence to the engine
+// thread through the lock-free inbox; the engine thread drains the inbox,
+// steps the EngineCore while there is work, and sleeps on a futex when idle.
+#include "zerolayer/engine.h"
+
+#include <xxhash.h>
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "engine/engine_core.h"
+#include "engine/inbox.h"
+#include "model/model_loader.h"
+
+namespace zl {
+namespace {
+
+// How long the idle engine spins before sleeping (~50 µs of pause loops).
+constexpr int kIdleSpinIterations = 2000;
+
+int64_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return int64_t{4} << 30;
+}
+
+// Identifies the weights for cache salts: the config, and each tensor's
+// name, shape and first bytes (or the dummy spec, whose weights follow from it).
+uint64_t model_fingerprint(const ModelSource& source) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  const ModelConfig& c = source.config;
+  const int64_t fields[] = {c.vocab_size, c.dim, c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.hidden_dim};
+  XXH3_64bits_update(state, fields, sizeof(fields));
+  if (source.format == ModelFormat::kDummy) XXH3_64bits_update(state, source.spec.data(), source.spec.size());
+  for (const auto& [name, info] : source.tensors) {
+    XXH3_64bits_update(state, name.data(), name.size());
+    XXH3_64bits_update(state, info.shape.data(), info.shape.size() * sizeof(int64_t));
+    XXH3_64bits_update(state, info.data, std::min<uint64_t>(info.num_bytes, 64));
+  }
+  uint64_t hash = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return hash;
+}
+
+Status validate_config(const EngineConfig& c) {
+  if (c.max_num_seqs < 1 || c.max_num_seqs > 65536) return invalid_argument("max_num_seqs must be in [1, 65536], got ", c.max_num_seqs);
+  if (c.max_num_batched_tokens < 1) return invalid_argument("max_num_batched_tokens must be >= 1, got ", c.max_num_batched_tokens);
+  if (c.max_num_waiting < 1) return invalid_argument("max_num_waiting must be >= 1, got ", c.max_num_waiting);
+  if (c.block_size < 1 || c.block_size > 1024) return invalid_argument("block_size must be in [1, 1024], got ", c.block_size);
+  if (c.kv_cache_bytes < 0) return invalid_argument("kv_cache_memory must be positive, got ", c.kv_cache_bytes);
+  if (!(c.kv_cache_fraction > 0.0 && c.kv_cache_fraction <= 1.0))
+    return invalid_argument("the KV cache fraction must be in (0, 1], got ", c.kv_cache_fraction);
+  if (c.max_seq_len < 0) return invalid_argument("max_seq_len must be >= 0, got ", c.max_seq_len);
+  return ok_status();
+}
+
+}  // namespace
+
+class Engine::Impl {
+ public:
+  explicit Impl(const EngineConfig& config) : config(config) {}
+  ~Impl() {
+    // A message, not just a flag, so a sleeping or about-to-sleep engine wakes.
+    auto message = new InboxMessage();
+    message->kind = InboxMessage::Kind::kStop;
+    inbox.push(message);
+    if (thread.joinable()) thread.join();
+  }
+
+  Status load();
+  StatusOr<RequestId> submit(Request request);
+  void run();
+  void drain();
+
+  EngineConfig config;
+  ModelSource source;
+  ModelWeights weights;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<KvCache> cache;
+  std::unique_ptr<EngineCore> core;
+  uint64_t fingerprint = 0;
+  ModelInfo info;
+
+  Inbox inbox;
+  std::thread thread;
+  bool stop = false;                        // engine thread only
+  std::atomic<RequestId> next_id{1};
+  std::atomic<int32_t> pending_submits{0};  // pushed, not yet drained
+  std::atomic<int32_t> num_waiting{0};      // the engine's count, mirrored after each step
+};
+
+Status Engine::Impl::load() {
+  ZL_RETURN_IF_ERROR(validate_config(config));
+  LoadOptions options;
+  options.tokenizer_path = config.tokenizer;
+  ZL_ASSIGN_OR_RETURN(source, open_model(config.model, options));
+  if (!source.tokenizer) return source.tokenizer_status.with_prefix("no tokenizer for " + config.model);
+  ModelConfig& mc = source.config;
+  if (config.max_seq_len > 0) {
+    if (config.max_seq_len > mc.max_seq_len)
+      return invalid_argument("max_seq_len ", config.max_seq_len, " exceeds the model's context of ", mc.max_seq_len);
+    mc.max_seq_len = config.max_seq_len;
+  }
+  ZL_ASSIGN_OR_RETURN(weights, load_model_weights(source, config.load_progress));
+  pool = std::make_unique<ThreadPool>(config.num_threads > 0 ? config.num_threads : default_num_threads());
+  model = std::make_unique<LlamaModel>(mc, weights, *pool, config.max_num_batched_tokens);
+
+  // KV pool: the configured bytes (or a fraction of free memory), but no more
+  // than max_num_seqs full-length sequences need.
+  const int64_t bytes_per_block = int64_t{2} * mc.num_layers * config.block_size * mc.kv_dim() * int64_t{sizeof(float)};
+  int64_t budget = config.kv_cache_bytes > 0 ? config.kv_cache_bytes
+                                             : static_cast<int64_t>(config.kv_cache_fraction * available_memory_bytes());
+  int64_t blocks_per_seq = (mc.max_seq_len + config.block_size - 1) / config.block_size;
+  int64_t num_blocks = std::min<int64_t>(budget / bytes_per_block, blocks_per_seq * config.max_num_seqs);
+  if (num_blocks < 1) return resource_exhausted("the KV cache budget of ", budget, " bytes holds no block of ", bytes_per_block, " bytes");
+  num_blocks = std::min<int64_t>(num_blocks, INT32_MAX / config.block_size);
+  ZL_ASSIGN_OR_RETURN(cache, KvCache::create(mc, static_cast<int32_t>(num_blocks), config.block_size));
+
+  std::vector<int32_t> eos = mc.eos_token_ids;
+  if (source.tokenizer->special_ids().eos >= 0) eos.push_back(source.tokenizer->special_ids().eos);
+  core = std::make_unique<EngineCore>(config, *model, *cache, std::move(eos));
+  fingerprint = model_fingerprint(source);
+  info.name = config.model;
+  info.vocab_size = mc.vocab_size;
+  info.max_seq_len = mc.max_seq_len;
+  info.kv_capacity_tokens = static_cast<int32_t>(num_blocks * config.block_size);
+  log_info("engine: ", cache_policy_name(config.cache_policy), " KV pool of ", num_blocks, " blocks x ",
+           config.block_size, " tokens (", num_blocks * bytes_per_block / (1 << 20), " MiB), ",
+           config.max_num_seqs, " sequences, ", config.max_num_batched_tokens, " tokens per step");
+  return ok_status();
+}
+
+StatusOr<RequestId> Engine::Impl::submit(Request request) {
+  if (!request.sink) return invalid_argument("request: an event sink is required");
+  const ModelConfig& mc = source.config;
+  std::vector<int32_t> prompt = std::move(request.prompt_ids);
+  if (prompt.empty() && !request.prompt_text.empty()) prompt = source.tokenizer->encode(request.prompt_text);
+  if (prompt.empty()) return invalid_argument("prompt: the prompt is empty");
+  for (int32_t id : prompt)
+    if (id < 0 || id >= mc.vocab_size) return invalid_argument("prompt: token id ", id, " is out of range [0, ", mc.vocab_size, ")");
+  ZL_RETURN_IF_ERROR(validate_sampling(request.sampling, mc.vocab_size));
+  if (request.max_new_tokens < 1) return invalid_argument("max_new_tokens must be at least 1, got ", request.max_new_tokens);
+  if (!(request.min_token_prob >= 0.0f && request.min_token_prob <= 1.0f))
+    return invalid_argument("min_token_prob must be in [0, 1], got ", request.min_token_prob);
+  const int64_t num_prompt = static_cast<int64_t>(prompt.size());
+  if (num_prompt >= mc.max_seq_len)
+    return out_of_range("prompt: ", num_prompt, " tokens do not fit the context of ", mc.max_seq_len,
+                        " tokens (max_seq_len), which must also hold at least one new token");
+  const int32_t max_total = static_cast<int32_t>(std::min<int64_t>(num_prompt + request.max_new_tokens, mc.max_seq_len));
+  if (max_total > info.kv_capacity_tokens)
+    return resource_exhausted("the request needs ", max_total, " tokens of KV memory (prompt ", num_prompt,
+                              " + max_new_tokens, capped at max_seq_len ", mc.max_seq_len, ") but the KV pool holds ",
+                              info.kv_capacity_tokens, " tokens");
+  if (pending_submits.load(std::memory_order_relaxed) + num_waiting.load(std::memory_order_relaxed) >= config.max_num_waiting)
+    return resource_exhausted("the waiting queue is full (", config.max_num_waiting, " requests); retry later");
+
+  RequestId id = next_id.fetch_add(1, std::memory_order_relaxed);
+  BlockSignature salt = make_cache_salt(fingerprint, request.cache_salt);
+  auto message = new InboxMessage();
+  message->kind = InboxMessage::Kind::kSubmit;
+  message->sequence = std::make_unique<Sequence>(id, std::move(request), std::move(prompt), max_total, mc.vocab_size,
+                                                 *source.tokenizer, salt);
+  message->sequence->submitted_at = Clock::now();
+  pending_submits.fetch_add(1, std::memory_order_relaxed);
+  inbox.push(message);
+  return id;
+}
+
+void Engine::Impl::drain() {
+  while (InboxMessage* m = inbox.pop()) {
+    switch (m->kind) {
+      case InboxMessage::Kind::kSubmit:
+        core->enqueue(std::move(m->sequence));
+        pending_submits.fetch_sub(1, std::memory_order_relaxed);
+        break;
+      case InboxMessage::Kind::kAbort:
+        core->abort(m->id);
+        break;
+      case InboxMessage::Kind::kStats:
+        *m->stats_out = core->stats();
+        m->stats_done->store(1, std::memory_order_release);
+        futex_wake_all(m->stats_done);
+        break;
+      case InboxMessage::Kind::kStop:
+        stop = true;
+        break;
+      case InboxMessage::Kind::kStub:
+        break;
+    }
+    delete m;
+  }
+}
+
+void Engine::Impl::run() {
+  while (true) {
+    drain();
+    if (stop) break;
+    if (core->has_work()) {
+      core->step();
+      num_waiting.store(core->stats_num_waiting(), std::memory_order_relaxed);
+    } else {
+      inbox.wait(kIdleSpinIterations);
+    }
+  }
+  // Shutdown: everything accepted gets its terminal event.
+  core->abort_all();
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+StatusOr<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
+  auto impl = std::make_unique<Impl>(config);
+  ZL_RETURN_IF_ERROR(impl->load());
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->run(); });
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+StatusOr<RequestId> Engine::submit(Request request) { return impl_->submit(std::move(request)); }
+
+void Engine::abort(RequestId id) {
+  auto message = new InboxMessage();
+  message->kind = InboxMessage::Kind::kAbort;
+  message->id = id;
+  impl_->inbox.push(message);
+}
+
+EngineStats Engine::stats() {
+  EngineStats out;
+  std::atomic<uint32_t> done{0};
+  auto message = new InboxMessage();
+  message->kind = InboxMessage::Kind::kStats;
+  message->stats_out = &out;
+  message->stats_done = &done;
+  impl_->inbox.push(message);
+  while (done.load(std::memory_order_acquire) == 0) futex_wait(&done, 0);
+  return out;
+}
+
+const Engine::ModelInfo& Engine::model_info() const { return impl_->info; }
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAborted: return "abort";
+    case FinishReason::kError: return "error";
+  }
+  return "?";
+}
+
+}  // namespace zl

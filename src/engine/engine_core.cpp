@@ -1,0 +1,293 @@
+// The scheduling algorithm. Every step, in one pass and O(batch): admit
+// waiting sequences in priority order (higher priority first, then arrival)
+// while a sequence slot is free and the KV pool admits them (contiguous:
+// their whole extent is reserved now; paged: their prompt's blocks); a
+// sequence that does not fit stops admission (head of line), so order holds.
+// Then fill the token budget: first every decoding sequence gets its one
+// token, so running requests never stall behind a long prompt; then prefill
+// sequences in admission order each get a chunk of what budget is left
+// (chunked prefill), so a long prompt cannot starve short ones and is spread
+// over several steps. There is no prefill or decode mode: each sequence's
+// num_computed catches up with its tokens, and when a chunk reaches the last
+// known token its logits row is sampled. Under the paged policy a decode that
+// finds no free block preempts the most recently admitted sequence (its
+// blocks are released, it is requeued and later recomputes, losing nothing).
+#include "engine/engine_core.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace zl {
+namespace {
+
+uint64_t nanos_between(Clock::time_point a, Clock::time_point b) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
+}
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// back() of the waiting vector is admitted next.
+bool admitted_later(const std::unique_ptr<Sequence>& a, const std::unique_ptr<Sequence>& b) {
+  const int32_t pa = a->request.priority, pb = b->request.priority;
+  return pa < pb || (pa == pb && a->arrival > b->arrival);
+}
+
+}  // namespace
+
+EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& cache,
+                       std::vector<int32_t> eos_ids)
+    : config_(config),
+      model_(model),
+      cache_(cache),
+      eos_ids_(std::move(eos_ids)),
+      pool_(KvPoolConfig{cache.num_blocks(), cache.block_size(), config.cache_policy}) {
+  const size_t max_seqs = static_cast<size_t>(config.max_num_seqs);
+  batch_tokens_.reserve(static_cast<size_t>(config.max_num_batched_tokens));
+  batch_chunks_.reserve(max_seqs);
+  batch_rows_.reserve(max_seqs);
+  row_seqs_.reserve(max_seqs);
+  scheduled_.reserve(max_seqs);
+  running_.reserve(max_seqs);
+  waiting_.reserve(static_cast<size_t>(config.max_num_waiting) + max_seqs);
+  logits_.resize(max_seqs * static_cast<size_t>(model.config().vocab_size));
+}
+
+void EngineCore::insert_waiting(std::unique_ptr<Sequence> seq) {
+  seq->state = SeqState::kWaiting;
+  auto at = std::upper_bound(waiting_.begin(), waiting_.end(), seq, admitted_later);
+  waiting_.insert(at, std::move(seq));
+}
+
+void EngineCore::enqueue(std::unique_ptr<Sequence> seq) {
+  seq->arrival = next_arrival_++;
+  insert_waiting(std::move(seq));
+}
+
+void EngineCore::abort(RequestId id) {
+  Clock::time_point now = Clock::now();
+  for (auto& seq : running_)
+    if (seq->id == id && seq->state == SeqState::kRunning) finish(seq.get(), FinishReason::kAborted, "aborted", now);
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if ((*it)->id == id) {
+      finish(it->get(), FinishReason::kAborted, "aborted", now);
+      waiting_.erase(it);
+      break;
+    }
+  }
+  reap_finished();
+}
+
+void EngineCore::abort_all() {
+  Clock::time_point now = Clock::now();
+  for (auto& seq : running_) finish(seq.get(), FinishReason::kAborted, "engine shut down", now);
+  for (auto& seq : waiting_) finish(seq.get(), FinishReason::kAborted, "engine shut down", now);
+  waiting_.clear();
+  reap_finished();
+}
+
+void EngineCore::admit_waiting() {
+  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
+    Sequence* seq = waiting_.back().get();
+    AdmitOutcome outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks);
+    if (outcome == AdmitOutcome::kWait) break;
+    Clock::time_point now = Clock::now();
+    if (outcome == AdmitOutcome::kNeverFits) {  // submit checks this; kept for safety
+      finish(seq, FinishReason::kError, "the request does not fit the KV pool", now);
+      waiting_.pop_back();
+      continue;
+    }
+    seq->num_computed = seq->blocks.num_prefix_tokens;
+    seq->state = SeqState::kRunning;
+    if (!seq->admitted_once) {
+      seq->admitted_once = true;
+      seq->admitted_at = now;
+      seq->num_cached_prompt_tokens = seq->blocks.num_prefix_tokens;
+      prompt_tokens_total_ += seq->num_prompt_tokens;
+    }
+    running_.push_back(std::move(waiting_.back()));
+    waiting_.pop_back();
+  }
+}
+
+bool EngineCore::reserve(Sequence* seq, int32_t num_tokens) {
+  return pool_.ensure_capacity(seq->blocks, num_tokens);
+}
+
+void EngineCore::preempt_last() {
+  std::unique_ptr<Sequence> victim = std::move(running_.back());
+  running_.pop_back();
+  pool_.release(victim->blocks);
+  victim->num_computed = 0;
+  victim->num_preemptions++;
+  num_preemptions_++;
+  insert_waiting(std::move(victim));
+}
+
+void EngineCore::add_to_batch(Sequence* seq, int32_t num_tokens) {
+  const int32_t begin = static_cast<int32_t>(batch_tokens_.size());
+  const auto first = seq->tokens.begin() + seq->num_computed;
+  batch_tokens_.insert(batch_tokens_.end(), first, first + num_tokens);
+  batch_chunks_.push_back(SeqChunk{begin, num_tokens, seq->num_computed, seq->blocks.table});
+  if (seq->num_computed + num_tokens == static_cast<int32_t>(seq->tokens.size())) {
+    batch_rows_.push_back(begin + num_tokens - 1);
+    row_seqs_.push_back(seq);
+  }
+  scheduled_.push_back(Scheduled{seq, num_tokens});
+}
+
+void EngineCore::schedule() {
+  batch_tokens_.clear();
+  batch_chunks_.clear();
+  batch_rows_.clear();
+  row_seqs_.clear();
+  scheduled_.clear();
+  int32_t budget = config_.max_num_batched_tokens;
+  // Decodes first. A decode that finds no block preempts the latest admitted
+  // sequence (possibly itself); running_ only shrinks from the back here.
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence* seq = running_[i].get();
+    if (seq->num_pending() != 1) continue;
+    bool has_room = reserve(seq, static_cast<int32_t>(seq->tokens.size()));
+    while (!has_room && running_.back().get() != seq) {
+      preempt_last();
+      has_room = reserve(seq, static_cast<int32_t>(seq->tokens.size()));
+    }
+    if (!has_room) {
+      preempt_last();  // seq itself is last
+      break;
+    }
+    add_to_batch(seq, 1);
+    budget -= 1;
+  }
+  // Then prefill chunks with what is left.
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence* seq = running_[i].get();
+    if (seq->num_pending() <= 1) continue;
+    int32_t chunk = std::min(seq->num_pending(), budget);
+    if (!reserve(seq, seq->num_computed + chunk)) continue;  // wait for memory
+    add_to_batch(seq, chunk);
+    budget -= chunk;
+  }
+  // Paged pools can deadlock with every sequence mid-prefill and no block
+  // free: then give the latest admitted sequence's memory to the others.
+  if (scheduled_.empty() && running_.size() > 1) preempt_last();
+}
+
+void EngineCore::step() {
+  admit_waiting();
+  schedule();
+  if (scheduled_.empty()) return;
+  Clock::time_point start = Clock::now();
+  if (have_last_forward_) sched_gap_ns_.record(nanos_between(last_forward_end_, start));
+  ForwardBatch batch{batch_tokens_, batch_chunks_, batch_rows_};
+  Status status = model_.forward(batch, cache_, logits_.data());
+  Clock::time_point end = Clock::now();
+  num_steps_++;
+  sum_batch_seqs_ += static_cast<int64_t>(scheduled_.size());
+  sum_batch_tokens_ += static_cast<int64_t>(batch_tokens_.size());
+  if (!status.ok()) {
+    for (const Scheduled& s : scheduled_) finish(s.seq, FinishReason::kError, status.message().c_str(), end);
+  } else {
+    update(end);
+  }
+  reap_finished();
+  // The gap (sampling, publishing, scheduling) is measured only between
+  // back-to-back steps, never across idle time.
+  have_last_forward_ = has_work();
+  last_forward_end_ = end;
+}
+
+void EngineCore::update(Clock::time_point now) {
+  for (const Scheduled& s : scheduled_) {
+    Sequence* seq = s.seq;
+    seq->num_computed += s.num_tokens;
+    pool_.commit(seq->blocks, seq->tokens, seq->num_computed);
+    if (seq->prefilled_at == Clock::time_point() && seq->num_computed >= seq->num_prompt_tokens) seq->prefilled_at = now;
+  }
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  for (size_t row = 0; row < row_seqs_.size(); ++row) sample_next(row_seqs_[row], &logits_[row * vocab], now);
+}
+
+void EngineCore::sample_next(Sequence* seq, float* logits, Clock::time_point now) {
+  SampleResult sample = seq->sampler.sample(logits);
+  if (seq->num_generated() == 0 && seq->first_token_at == Clock::time_point()) seq->first_token_at = now;
+  const Request& req = seq->request;
+  const int32_t token = sample.token;
+  bool is_eos = std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), token) != req.stop_token_ids.end();
+  if (!req.ignore_eos) is_eos |= std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();
+  if (is_eos) return finish(seq, FinishReason::kStop, "eos", now);
+  if (req.min_token_prob > 0.0f && std::exp(sample.logprob) < req.min_token_prob)
+    return finish(seq, FinishReason::kStop, "min_token_prob", now);
+  seq->tokens.push_back(token);
+  seq->last_token_at = now;
+  generation_tokens_total_++;
+  TokenEvent event;
+  event.id = seq->id;
+  event.token = token;
+  event.text = seq->stops.push(seq->decoder.push(token));
+  event.logprob = sample.logprob;
+  event.top_logprobs = std::move(sample.top);
+  req.sink->on_token(event);
+  if (seq->stops.stopped()) return finish(seq, FinishReason::kStop, "stop string", now);
+  if (static_cast<int32_t>(seq->tokens.size()) >= seq->max_total_tokens) finish(seq, FinishReason::kLength, "length", now);
+}
+
+void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, Clock::time_point now) {
+  FinishEvent event;
+  event.id = seq->id;
+  event.reason = reason;
+  event.stop_detail = detail;
+  event.num_prompt_tokens = seq->num_prompt_tokens;
+  event.num_cached_prompt_tokens = seq->num_cached_prompt_tokens;
+  event.num_generated_tokens = seq->num_generated();
+  event.num_preemptions = seq->num_preemptions;
+  // Text held back (partial characters, a possible stop prefix) ends here,
+  // except after a stop string, whose tail is dropped.
+  if (!seq->stops.stopped()) event.remaining_text = seq->stops.push(seq->decoder.flush()) + seq->stops.flush();
+  auto since_submit = [&](Clock::time_point t) {
+    return t == Clock::time_point() ? 0.0 : seconds_between(seq->submitted_at, t);
+  };
+  event.timings.queue_s = since_submit(seq->admitted_at);
+  event.timings.prefill_s = seq->prefilled_at == Clock::time_point() ? 0.0 : seconds_between(seq->admitted_at, seq->prefilled_at);
+  event.timings.first_token_s = since_submit(seq->first_token_at);
+  event.timings.finish_s = since_submit(now);
+  if (seq->state == SeqState::kRunning) pool_.release(seq->blocks);
+  seq->state = SeqState::kFinished;
+  num_finished_++;
+  seq->request.sink->on_finish(event);
+}
+
+void EngineCore::reap_finished() {
+  auto done = [](const std::unique_ptr<Sequence>& s) { return s->state == SeqState::kFinished; };
+  running_.erase(std::remove_if(running_.begin(), running_.end(), done), running_.end());
+}
+
+EngineStats EngineCore::stats() const {
+  EngineStats s;
+  s.num_running = static_cast<int32_t>(running_.size());
+  s.num_waiting = static_cast<int32_t>(waiting_.size());
+  s.num_steps = num_steps_;
+  s.num_finished = num_finished_;
+  s.num_preemptions = num_preemptions_;
+  s.prompt_tokens_total = prompt_tokens_total_;
+  s.generation_tokens_total = generation_tokens_total_;
+  s.kv = pool_.stats();
+  s.sched_gap_p50_us = static_cast<double>(sched_gap_ns_.quantile(0.5)) / 1e3;
+  s.sched_gap_p99_us = static_cast<double>(sched_gap_ns_.quantile(0.99)) / 1e3;
+  s.sched_gap_max_us = static_cast<double>(sched_gap_ns_.max()) / 1e3;
+  if (num_steps_ > 0) {
+    s.batch_size_mean = static_cast<double>(sum_batch_seqs_) / static_cast<double>(num_steps_);
+    s.tokens_per_step_mean = static_cast<double>(sum_batch_tokens_) / static_cast<double>(num_steps_);
+  }
+  return s;
+}
+
+std::vector<const SeqBlocks*> EngineCore::live_blocks() const {
+  std::vector<const SeqBlocks*> live;
+  for (const auto& seq : running_) live.push_back(&seq->blocks);
+  return live;
+}
+
+}  // namespace zl

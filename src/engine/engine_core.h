@@ -1,0 +1,91 @@
+// The engine loop's body, without the thread: the request table, the KV
+// pool and one step = admit → schedule → forward → update. The Engine runs it
+// on its own thread; tests drive step() directly, deterministically.
+//
+// Ownership: everything here belongs to the one thread that calls it.
+// After warm-up a step allocates nothing: batch buffers are sized once for
+// max_num_batched_tokens and max_num_seqs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/histogram.h"
+#include "engine/kv_pool.h"
+#include "engine/sequence.h"
+#include "model/kv_cache.h"
+#include "model/llama.h"
+#include "zerolayer/engine.h"
+
+namespace zl {
+
+class EngineCore {
+ public:
+  // eos_ids end generation unless a request sets ignore_eos.
+  EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& cache, std::vector<int32_t> eos_ids);
+
+  // Queues a validated sequence (from submit) for admission.
+  void enqueue(std::unique_ptr<Sequence> seq);
+  // Finishes the request with kAborted if it is still waiting or running.
+  void abort(RequestId id);
+  // Finishes everything in flight with kAborted (shutdown).
+  void abort_all();
+
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  int32_t stats_num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  // One iteration: admit, schedule, one forward pass, sample, publish.
+  void step();
+
+  EngineStats stats() const;
+  const KvPool& pool() const { return pool_; }
+  // For tests: the live sequences' block sets (for KvPool::check_invariants).
+  std::vector<const SeqBlocks*> live_blocks() const;
+
+ private:
+  struct Scheduled {
+    Sequence* seq;
+    int32_t num_tokens;
+  };
+
+  void admit_waiting();
+  void schedule();
+  bool reserve(Sequence* seq, int32_t num_tokens);
+  void add_to_batch(Sequence* seq, int32_t num_tokens);
+  void preempt_last();
+  void update(Clock::time_point now);
+  void sample_next(Sequence* seq, float* logits, Clock::time_point now);
+  void finish(Sequence* seq, FinishReason reason, const char* detail, Clock::time_point now);
+  void insert_waiting(std::unique_ptr<Sequence> seq);
+  void reap_finished();
+
+  const EngineConfig config_;
+  LlamaModel& model_;
+  KvCache& cache_;
+  const std::vector<int32_t> eos_ids_;
+  KvPool pool_;
+  uint64_t next_arrival_ = 0;
+
+  // Waiting sequences, sorted so back() is next: highest priority, then earliest.
+  std::vector<std::unique_ptr<Sequence>> waiting_;
+  // Running sequences in admission order (preemption takes the last).
+  std::vector<std::unique_ptr<Sequence>> running_;
+
+  // The batch of the current step (capacity fixed at construction).
+  std::vector<int32_t> batch_tokens_;    // [max_num_batched_tokens]
+  std::vector<SeqChunk> batch_chunks_;   // [max_num_seqs]
+  std::vector<int32_t> batch_rows_;      // [max_num_seqs] rows whose logits are sampled
+  std::vector<Sequence*> row_seqs_;      // [max_num_seqs] the sequence of each row
+  std::vector<Scheduled> scheduled_;     // [max_num_seqs]
+  std::vector<float> logits_;            // [max_num_seqs, vocab_size]
+
+  // Measurements.
+  bool have_last_forward_ = false;
+  Clock::time_point last_forward_end_;
+  Histogram sched_gap_ns_;
+  int64_t num_steps_ = 0, num_finished_ = 0, num_preemptions_ = 0;
+  int64_t sum_batch_seqs_ = 0, sum_batch_tokens_ = 0;
+  int64_t prompt_tokens_total_ = 0, generation_tokens_total_ = 0;
+};
+
+}  // namespace zl

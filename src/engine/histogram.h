@@ -1,0 +1,29 @@
+// A fixed-size latency histogram: log2 buckets with 16 linear sub-buckets
+// (about 6% resolution), from 1 ns to ~1000 s. Recording is a few
+// instructions and never allocates, so the engine loop can record every step.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace zl {
+
+class Histogram {
+ public:
+  void record(uint64_t value_ns);
+  uint64_t count() const { return count_; }
+  uint64_t max() const { return max_; }
+  double mean() const { return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0.0; }
+  // The value at quantile q in [0, 1] (upper edge of its bucket, capped at max).
+  uint64_t quantile(double q) const;
+
+ private:
+  static constexpr int kSubBits = 4;
+  static constexpr int kNumBuckets = 64 << kSubBits;
+  static int bucket_of(uint64_t v);
+  static uint64_t bucket_upper(int bucket);
+  std::array<uint64_t, kNumBuckets> buckets_{};
+  uint64_t count_ = 0, sum_ = 0, max_ = 0;
+};
+
+}  // namespace zl
