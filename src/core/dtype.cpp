@@ -11,6 +11,7 @@ const char* dtype_name(DType dtype) {
     case DType::kBF16: return "BF16";
     case DType::kQ8_0: return "Q8_0";
     case DType::kQ4_0: return "Q4_0";
+    case DType::kI8: return "I8";
   }
   return "?";
 }
@@ -26,6 +27,7 @@ int64_t dtype_block_bytes(DType dtype) {
     case DType::kBF16: return 2;
     case DType::kQ8_0: return 2 + 32;       // f16 scale, 32 x int8
     case DType::kQ4_0: return 2 + 16;       // f16 scale, 32 x 4-bit
+    case DType::kI8: return 1;
   }
   return 0;
 }
@@ -52,6 +54,9 @@ void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems) {
         std::memcpy(&h, p + 2 * i, 2);
         dst[i] = dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
       }
+      return;
+    case DType::kI8:
+      for (int64_t i = 0; i < num_elems; ++i) dst[i] = static_cast<float>(static_cast<int8_t>(p[i]));
       return;
     case DType::kQ8_0:
       // Block: f16 d, int8 q[32]; x = d * q.

@@ -1,6 +1,8 @@
-// Element types of tensors in model files, and scalar conversions to f32.
-// Block-quantized types (Q8_0, Q4_0) have a block of elements per unit; use
-// dtype_row_bytes for byte sizes, which checks divisibility and overflow.
+// Element types of tensors in model files and of weights in memory, and
+// scalar conversions to f32. Block-quantized types (Q8_0, Q4_0) have a block
+// of elements per unit; use dtype_bytes for byte sizes, which checks
+// divisibility and overflow. I8 is int8 with one f32 scale per row (made at
+// load, never read from a file); its bytes here exclude the scales.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +12,7 @@
 
 namespace zl {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0 };
+enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kI8 };
 
 const char* dtype_name(DType dtype);
 // Elements per block (1 for plain types, 32 for Q8_0/Q4_0).
@@ -50,6 +52,7 @@ inline uint16_t f32_to_f16(float f) {
 }
 
 // Converts num_elems elements of `dtype` at src (unaligned is fine) to f32.
+// For kI8 this gives the raw integers (the caller applies the row scale).
 void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems);
 
 }  // namespace zl

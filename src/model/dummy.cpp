@@ -1,6 +1,7 @@
 #include "model/dummy.h"
 
 #include <cmath>
+#include <set>
 #include <thread>
 
 namespace zl {
@@ -83,7 +84,7 @@ StatusOr<ModelConfig> dummy_config(std::string_view name) {
   return not_found("unknown dummy model '", name, "'; known: ", known);
 }
 
-ModelWeights dummy_weights(const ModelConfig& config, uint64_t seed) {
+StatusOr<ModelWeights> dummy_weights(const ModelConfig& config, uint64_t seed, const WeightFormat& format) {
   // Generate every expected tensor in the HF order, then bind them by name so
   // the layout logic of weights.cpp is the only one there is.
   TensorIndex index;
@@ -107,10 +108,16 @@ ModelWeights dummy_weights(const ModelConfig& config, uint64_t seed) {
     info.num_bytes = static_cast<uint64_t>(n) * 4;
     index.emplace(spec.name, std::move(info));
   }
-  StatusOr<ModelWeights> bound = load_weights(config, index, TensorNaming::kHuggingFace, "dummy");
-  CHECK(bound.ok()) << bound.status().to_string();
-  ModelWeights weights = std::move(*bound);
-  for (auto& buffer : storage.owned) weights.owned.push_back(std::move(buffer));
+  ZL_ASSIGN_OR_RETURN(ModelWeights weights,
+                      load_weights(config, index, TensorNaming::kHuggingFace, "dummy", {}, format));
+  // Keep only the generated buffers the weights still point into.
+  std::set<const void*> used = {weights.final_norm, weights.tok_embeddings.data, weights.lm_head.data};
+  for (const LayerWeights& l : weights.layers) {
+    for (const float* v : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv}) used.insert(v);
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) used.insert(m->data);
+  }
+  for (auto& buffer : storage.owned)
+    if (used.count(buffer.get()) != 0) weights.owned.push_back(std::move(buffer));
   return weights;
 }
 

@@ -21,7 +21,8 @@ std::vector<std::string> dummy_model_names();
 StatusOr<ModelConfig> dummy_config(std::string_view name);
 
 // Weights uniform with standard deviation 1/sqrt(in_features) for matrices
-// and 1 ± 0.1 for norm weights.
-ModelWeights dummy_weights(const ModelConfig& config, uint64_t seed);
+// and 1 ± 0.1 for norm weights, generated in f32 and then converted as
+// `format` asks (the f32 copies of converted matrices are freed).
+StatusOr<ModelWeights> dummy_weights(const ModelConfig& config, uint64_t seed, const WeightFormat& format = {});
 
 }  // namespace zl

@@ -116,9 +116,9 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   Buffers& b = *buf_;
   cpu::rmsnorm_f32(b.x.data(), w.attn_norm, b.xb.data(), num_tokens, c.dim, c.rms_norm_eps);
-  cpu::matmul_f32(pool_, b.xb.data(), w.wq, w.bq, b.q.data(), num_tokens, c.dim, c.q_dim());
-  cpu::matmul_f32(pool_, b.xb.data(), w.wk, w.bk, b.k.data(), num_tokens, c.dim, c.kv_dim());
-  cpu::matmul_f32(pool_, b.xb.data(), w.wv, w.bv, b.v.data(), num_tokens, c.dim, c.kv_dim());
+  // q, k and v share one quantization of xb and one parallel section.
+  const cpu::MatmulTarget qkv[] = {{&w.wq, w.bq, b.q.data()}, {&w.wk, w.bk, b.k.data()}, {&w.wv, w.bv, b.v.data()}};
+  cpu::matmul(pool_, b.xb.data(), num_tokens, qkv);
 
   // Rotate q and k, then store k and v at each token's slot in its sequence's blocks.
   const int64_t kv_dim = c.kv_dim();
@@ -149,8 +149,8 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   cpu::attention_f32(pool_, args);
 
-  cpu::matmul_f32(pool_, b.att.data(), w.wo, nullptr, b.proj.data(), num_tokens, c.q_dim(), c.dim);
-  for (int64_t i = 0; i < num_tokens * c.dim; ++i) b.x[i] += b.proj[i];
+  cpu::matmul(pool_, b.att.data(), w.wo, nullptr, b.proj.data(), num_tokens);
+  cpu::add_f32(b.x.data(), b.proj.data(), b.x.data(), num_tokens * c.dim);
 }
 
 void LlamaModel::mlp_block(int32_t layer, int64_t num_tokens) {
@@ -158,11 +158,11 @@ void LlamaModel::mlp_block(int32_t layer, int64_t num_tokens) {
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   Buffers& b = *buf_;
   cpu::rmsnorm_f32(b.x.data(), w.ffn_norm, b.xb.data(), num_tokens, c.dim, c.rms_norm_eps);
-  cpu::matmul_f32(pool_, b.xb.data(), w.w_gate, nullptr, b.gate.data(), num_tokens, c.dim, c.hidden_dim);
-  cpu::matmul_f32(pool_, b.xb.data(), w.w_up, nullptr, b.up.data(), num_tokens, c.dim, c.hidden_dim);
+  const cpu::MatmulTarget gate_up[] = {{&w.w_gate, nullptr, b.gate.data()}, {&w.w_up, nullptr, b.up.data()}};
+  cpu::matmul(pool_, b.xb.data(), num_tokens, gate_up);
   cpu::swiglu_f32(b.gate.data(), b.up.data(), b.gate.data(), num_tokens * c.hidden_dim);
-  cpu::matmul_f32(pool_, b.gate.data(), w.w_down, nullptr, b.proj.data(), num_tokens, c.hidden_dim, c.dim);
-  for (int64_t i = 0; i < num_tokens * c.dim; ++i) b.x[i] += b.proj[i];
+  cpu::matmul(pool_, b.gate.data(), w.w_down, nullptr, b.proj.data(), num_tokens);
+  cpu::add_f32(b.x.data(), b.proj.data(), b.x.data(), num_tokens * c.dim);
 }
 
 Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
@@ -178,9 +178,7 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* log
       b.block_tables[static_cast<size_t>(s.token_begin + i)] = s.block_table.data();
     }
   }
-  for (int64_t t = 0; t < num_tokens; ++t)
-    std::memcpy(&b.x[t * c.dim], weights_.tok_embeddings + int64_t{batch.tokens[t]} * c.dim,
-                sizeof(float) * c.dim);
+  for (int64_t t = 0; t < num_tokens; ++t) weights_.tok_embeddings.row_to_f32(batch.tokens[t], &b.x[t * c.dim]);
 
   for (int32_t layer = 0; layer < c.num_layers; ++layer) {
     attention_block(layer, num_tokens, cache);
@@ -192,7 +190,7 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* log
   for (int64_t r = 0; r < num_rows; ++r)
     cpu::rmsnorm_f32(&b.x[int64_t{batch.logit_rows[r]} * c.dim], weights_.final_norm, &b.xb[r * c.dim], 1,
                      c.dim, c.rms_norm_eps);
-  cpu::matmul_f32(pool_, b.xb.data(), weights_.lm_head, nullptr, logits, num_rows, c.dim, c.vocab_size);
+  cpu::matmul(pool_, b.xb.data(), weights_.lm_head, nullptr, logits, num_rows);
   return ok_status();
 }
 

@@ -83,6 +83,14 @@ const char* model_format_name(ModelFormat format) {
 StatusOr<ModelSource> open_model(const std::string& spec, const LoadOptions& options) {
   ModelSource source;
   source.spec = spec;
+  if (options.weight_format) {
+    source.weight_format = *options.weight_format;
+  } else {
+    const char* dtype = std::getenv("ZEROLAYER_DTYPE");
+    const char* quantization = std::getenv("ZEROLAYER_QUANTIZATION");
+    if (dtype != nullptr) ZL_RETURN_IF_ERROR(parse_dtype_flag(dtype, source.weight_format));
+    if (quantization != nullptr) ZL_RETURN_IF_ERROR(parse_quantization_flag(quantization, source.weight_format));
+  }
   if (spec.rfind(kDummyPrefix, 0) == 0) {
     ZL_RETURN_IF_ERROR(open_dummy(spec, source));
   } else if (is_directory(spec)) {
@@ -106,11 +114,13 @@ StatusOr<ModelWeights> load_model_weights(const ModelSource& source,
                                           const std::function<void(int, int)>& progress) {
   switch (source.format) {
     case ModelFormat::kDummy:
-      return dummy_weights(source.config, source.dummy_seed);
+      return dummy_weights(source.config, source.dummy_seed, source.weight_format);
     case ModelFormat::kHuggingFace:
-      return load_weights(source.config, source.tensors, TensorNaming::kHuggingFace, source.spec, progress);
+      return load_weights(source.config, source.tensors, TensorNaming::kHuggingFace, source.spec, progress,
+                          source.weight_format);
     case ModelFormat::kGguf:
-      return load_weights(source.config, source.tensors, TensorNaming::kGguf, source.spec, progress);
+      return load_weights(source.config, source.tensors, TensorNaming::kGguf, source.spec, progress,
+                          source.weight_format);
   }
   return internal_error("unknown model format");
 }

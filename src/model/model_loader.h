@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -21,6 +22,9 @@ namespace zl {
 
 struct LoadOptions {
   std::string tokenizer_path;  // overrides the tokenizer that comes with the model
+  // Conversion of weight matrices at load (--dtype, --quantization). When
+  // unset: ZEROLAYER_DTYPE / ZEROLAYER_QUANTIZATION if set, else as stored.
+  std::optional<WeightFormat> weight_format;
 };
 
 enum class ModelFormat { kHuggingFace, kGguf, kDummy };
@@ -36,6 +40,7 @@ struct ModelSource {
   Status tokenizer_status;               // ...and this says why
   std::string tokenizer_source;          // where it came from, for `check`
   std::string chat_template;             // from GGUF metadata, if any
+  WeightFormat weight_format;            // from LoadOptions; load_model_weights applies it
 };
 
 StatusOr<ModelSource> open_model(const std::string& spec, const LoadOptions& options = {});

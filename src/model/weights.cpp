@@ -1,6 +1,13 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "core/check.h"
+#include "kernels/cpu/quantize.h"
 
 namespace zl {
 namespace {
@@ -9,7 +16,8 @@ namespace {
 struct LayerRole {
   const char* hf_suffix;
   const char* gguf_suffix;
-  const float* LayerWeights::*field;
+  const float* LayerWeights::*vec;  // a norm or bias...
+  WeightMatrix LayerWeights::*mat;  // ...or a matrix
   int64_t rows_of;  // index into the dims table below
   int64_t cols_of;  // -1 for a vector
   bool bias;        // only present with attention_bias
@@ -18,18 +26,18 @@ struct LayerRole {
 enum Dim : int64_t { kDim, kQDim, kKvDim, kHidden };
 
 constexpr LayerRole kLayerRoles[] = {
-    {"input_layernorm.weight", "attn_norm.weight", &LayerWeights::attn_norm, kDim, -1, false},
-    {"self_attn.q_proj.weight", "attn_q.weight", &LayerWeights::wq, kQDim, kDim, false},
-    {"self_attn.k_proj.weight", "attn_k.weight", &LayerWeights::wk, kKvDim, kDim, false},
-    {"self_attn.v_proj.weight", "attn_v.weight", &LayerWeights::wv, kKvDim, kDim, false},
-    {"self_attn.q_proj.bias", "attn_q.bias", &LayerWeights::bq, kQDim, -1, true},
-    {"self_attn.k_proj.bias", "attn_k.bias", &LayerWeights::bk, kKvDim, -1, true},
-    {"self_attn.v_proj.bias", "attn_v.bias", &LayerWeights::bv, kKvDim, -1, true},
-    {"self_attn.o_proj.weight", "attn_output.weight", &LayerWeights::wo, kDim, kQDim, false},
-    {"post_attention_layernorm.weight", "ffn_norm.weight", &LayerWeights::ffn_norm, kDim, -1, false},
-    {"mlp.gate_proj.weight", "ffn_gate.weight", &LayerWeights::w_gate, kHidden, kDim, false},
-    {"mlp.up_proj.weight", "ffn_up.weight", &LayerWeights::w_up, kHidden, kDim, false},
-    {"mlp.down_proj.weight", "ffn_down.weight", &LayerWeights::w_down, kDim, kHidden, false},
+    {"input_layernorm.weight", "attn_norm.weight", &LayerWeights::attn_norm, nullptr, kDim, -1, false},
+    {"self_attn.q_proj.weight", "attn_q.weight", nullptr, &LayerWeights::wq, kQDim, kDim, false},
+    {"self_attn.k_proj.weight", "attn_k.weight", nullptr, &LayerWeights::wk, kKvDim, kDim, false},
+    {"self_attn.v_proj.weight", "attn_v.weight", nullptr, &LayerWeights::wv, kKvDim, kDim, false},
+    {"self_attn.q_proj.bias", "attn_q.bias", &LayerWeights::bq, nullptr, kQDim, -1, true},
+    {"self_attn.k_proj.bias", "attn_k.bias", &LayerWeights::bk, nullptr, kKvDim, -1, true},
+    {"self_attn.v_proj.bias", "attn_v.bias", &LayerWeights::bv, nullptr, kKvDim, -1, true},
+    {"self_attn.o_proj.weight", "attn_output.weight", nullptr, &LayerWeights::wo, kDim, kQDim, false},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", &LayerWeights::ffn_norm, nullptr, kDim, -1, false},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", nullptr, &LayerWeights::w_gate, kHidden, kDim, false},
+    {"mlp.up_proj.weight", "ffn_up.weight", nullptr, &LayerWeights::w_up, kHidden, kDim, false},
+    {"mlp.down_proj.weight", "ffn_down.weight", nullptr, &LayerWeights::w_down, kDim, kHidden, false},
 };
 
 struct GlobalNames {
@@ -54,8 +62,8 @@ std::vector<int64_t> role_shape(const ModelConfig& c, const LayerRole& role) {
   return {dims[role.rows_of], dims[role.cols_of]};
 }
 
-// Returns an f32 view of the tensor: in place when it is f32 and aligned,
-// otherwise a converted copy owned by `weights`.
+// Returns an f32 view of a vector tensor: in place when it is f32 and
+// aligned, otherwise a converted copy owned by `weights`.
 const float* tensor_as_f32(const TensorInfo& info, ModelWeights& weights) {
   if (info.dtype == DType::kF32 && reinterpret_cast<uintptr_t>(info.data) % alignof(float) == 0)
     return reinterpret_cast<const float*>(info.data);
@@ -64,11 +72,141 @@ const float* tensor_as_f32(const TensorInfo& info, ModelWeights& weights) {
   return dst;
 }
 
+bool is_float_dtype(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
+
+DType target_dtype(DType stored, const WeightFormat& f) {
+  switch (f.quantization) {
+    case Quantization::kInt8: return DType::kI8;
+    case Quantization::kQ8_0: return DType::kQ8_0;
+    case Quantization::kQ4_0: return DType::kQ4_0;
+    case Quantization::kNone: break;
+  }
+  return f.convert_dtype && is_float_dtype(stored) ? f.dtype : stored;
+}
+
+// Re-encodes rows [begin, end) of `src` as dst's dtype.
+void convert_rows(const WeightMatrix& src, WeightMatrix& dst, uint8_t* out, float* scales, int64_t begin,
+                  int64_t end) {
+  std::vector<float> row(static_cast<size_t>(src.cols));
+  const int64_t row_bytes = dst.row_bytes();
+  for (int64_t r = begin; r < end; ++r) {
+    src.row_to_f32(r, row.data());
+    uint8_t* o = out + r * row_bytes;
+    switch (dst.dtype) {
+      case DType::kF32: std::memcpy(o, row.data(), static_cast<size_t>(row_bytes)); break;
+      case DType::kF16:
+      case DType::kBF16:
+        for (int64_t i = 0; i < src.cols; ++i) {
+          uint16_t h = dst.dtype == DType::kF16 ? f32_to_f16(row[i]) : f32_to_bf16(row[i]);
+          std::memcpy(o + 2 * i, &h, 2);
+        }
+        break;
+      case DType::kQ8_0: cpu::quantize_row_q8_0(row.data(), o, src.cols); break;
+      case DType::kQ4_0: cpu::quantize_row_q4_0(row.data(), o, src.cols); break;
+      case DType::kI8: scales[r] = cpu::quantize_row_i8(row.data(), reinterpret_cast<int8_t*>(o), src.cols); break;
+    }
+  }
+}
+
+// The tensor as a WeightMatrix in the format asked for: in place when it is
+// stored that way, otherwise converted (on all cores) into owned storage.
+StatusOr<WeightMatrix> matrix_in_format(const TensorInfo& info, const WeightFormat& format, ModelWeights& weights,
+                                        const std::string& source) {
+  WeightMatrix stored;
+  stored.dtype = info.dtype;
+  stored.data = info.data;
+  stored.rows = info.shape[0];
+  stored.cols = info.shape[1];
+  WeightMatrix dst = stored;
+  dst.dtype = target_dtype(info.dtype, format);
+  if (dst.dtype == stored.dtype) return stored;
+  if (dtype_block_elems(dst.dtype) > 1 || dst.dtype == DType::kI8) {
+    if (stored.cols % 32 != 0)
+      return invalid_argument(source, ": cannot quantize ", info.name, " to ", dtype_name(dst.dtype),
+                              ": its ", stored.cols, " columns are not a multiple of 32");
+  }
+  uint8_t* out = weights.allocate_bytes(dst.rows * dst.row_bytes());
+  float* scales = dst.dtype == DType::kI8 ? weights.allocate(dst.rows) : nullptr;
+  dst.data = out;
+  dst.scales = scales;
+  int num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (stored.rows * stored.cols < (1 << 20)) num_threads = 1;
+  std::vector<std::thread> threads;
+  for (int t = 1; t < num_threads; ++t)
+    threads.emplace_back(convert_rows, std::cref(stored), std::ref(dst), out, scales,
+                         stored.rows * t / num_threads, stored.rows * (t + 1) / num_threads);
+  convert_rows(stored, dst, out, scales, 0, stored.rows / num_threads);
+  for (auto& th : threads) th.join();
+  return dst;
+}
+
 }  // namespace
 
-float* ModelWeights::allocate(int64_t num_elems) {
-  owned.emplace_back(new float[static_cast<size_t>(num_elems)]);
+StatusOr<WeightMatrix> convert_matrix(const TensorInfo& info, const WeightFormat& format, ModelWeights& weights) {
+  return matrix_in_format(info, format, weights, "tensor");
+}
+
+void ModelWeights::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+uint8_t* ModelWeights::allocate_bytes(int64_t num_bytes) {
+  size_t size = (static_cast<size_t>(num_bytes) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, std::max<size_t>(size, 64));
+  CHECK(p != nullptr) << "out of memory allocating " << num_bytes << " bytes of weights";
+  owned.emplace_back(static_cast<uint8_t*>(p));
   return owned.back().get();
+}
+
+float* ModelWeights::allocate(int64_t num_elems) {
+  return reinterpret_cast<float*>(allocate_bytes(num_elems * 4));
+}
+
+int64_t ModelWeights::matrix_bytes() const {
+  int64_t total = 0;
+  for (const LayerWeights& l : layers)
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      total += m->num_bytes();
+  return total + lm_head.num_bytes();
+}
+
+Status parse_dtype_flag(const std::string& text, WeightFormat& format) {
+  format.convert_dtype = true;
+  if (text == "auto") {
+    format.convert_dtype = false;
+  } else if (text == "f32" || text == "float32" || text == "float") {
+    format.dtype = DType::kF32;
+  } else if (text == "f16" || text == "float16" || text == "half") {
+    format.dtype = DType::kF16;
+  } else if (text == "bf16" || text == "bfloat16") {
+    format.dtype = DType::kBF16;
+  } else {
+    return invalid_argument("--dtype ", text, ": expected auto, f32, f16 or bf16");
+  }
+  return ok_status();
+}
+
+Status parse_quantization_flag(const std::string& text, WeightFormat& format) {
+  if (text == "none" || text.empty()) {
+    format.quantization = Quantization::kNone;
+  } else if (text == "int8") {
+    format.quantization = Quantization::kInt8;
+  } else if (text == "q8_0") {
+    format.quantization = Quantization::kQ8_0;
+  } else if (text == "q4_0") {
+    format.quantization = Quantization::kQ4_0;
+  } else {
+    return invalid_argument("--quantization ", text, ": expected none, int8, q8_0 or q4_0");
+  }
+  return ok_status();
+}
+
+std::string weight_format_name(const WeightFormat& f) {
+  switch (f.quantization) {
+    case Quantization::kInt8: return "int8";
+    case Quantization::kQ8_0: return "q8_0";
+    case Quantization::kQ4_0: return "q4_0";
+    case Quantization::kNone: break;
+  }
+  return f.convert_dtype ? dtype_name(f.dtype) : "as stored";
 }
 
 std::vector<TensorSpec> expected_tensors(const ModelConfig& c, TensorNaming naming) {
@@ -101,31 +239,52 @@ Status check_tensors(const ModelConfig& config, const TensorIndex& tensors, Tens
 
 StatusOr<ModelWeights> load_weights(const ModelConfig& c, const TensorIndex& tensors,
                                     TensorNaming naming, const std::string& source,
-                                    const std::function<void(int, int)>& progress) {
+                                    const std::function<void(int, int)>& progress, const WeightFormat& format) {
   ZL_RETURN_IF_ERROR(check_tensors(c, tensors, naming, source));
   ModelWeights w;
   std::vector<TensorSpec> specs = expected_tensors(c, naming);
   int done = 0, total = static_cast<int>(specs.size());
-  auto get = [&](const std::string& name) {
-    const TensorInfo& info = tensors.at(name);
+  auto keep_file = [&](const TensorInfo& info) {
     if (info.file) {
       bool known = false;
       for (const auto& f : w.files) known |= f == info.file;
       if (!known) w.files.push_back(info.file);
     }
-    const float* p = tensor_as_f32(info, w);
     if (progress) progress(++done, total);
+  };
+  auto get_vector = [&](const std::string& name) {
+    const TensorInfo& info = tensors.at(name);
+    const float* p = tensor_as_f32(info, w);
+    keep_file(info);
     return p;
   };
+  auto get_matrix = [&](const std::string& name, WeightMatrix& dst) -> Status {
+    const TensorInfo& info = tensors.at(name);
+    ZL_ASSIGN_OR_RETURN(dst, matrix_in_format(info, format, w, source));
+    keep_file(info);
+    return ok_status();
+  };
   GlobalNames g = global_names(naming);
-  w.tok_embeddings = get(g.embed);
+  ZL_RETURN_IF_ERROR(get_matrix(g.embed, w.tok_embeddings));
   w.layers.resize(static_cast<size_t>(c.num_layers));
-  for (int layer = 0; layer < c.num_layers; ++layer)
-    for (const LayerRole& role : kLayerRoles)
-      if (!role.bias || c.attention_bias)
-        w.layers[static_cast<size_t>(layer)].*role.field = get(layer_tensor_name(naming, layer, role));
-  w.final_norm = get(g.norm);
-  w.lm_head = c.tie_word_embeddings ? w.tok_embeddings : get(g.lm_head);
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    LayerWeights& lw = w.layers[static_cast<size_t>(layer)];
+    for (const LayerRole& role : kLayerRoles) {
+      if (role.bias && !c.attention_bias) continue;
+      std::string name = layer_tensor_name(naming, layer, role);
+      if (role.vec != nullptr) {
+        lw.*role.vec = get_vector(name);
+      } else {
+        ZL_RETURN_IF_ERROR(get_matrix(name, lw.*role.mat));
+      }
+    }
+  }
+  w.final_norm = get_vector(g.norm);
+  if (c.tie_word_embeddings) {
+    w.lm_head = w.tok_embeddings;
+  } else {
+    ZL_RETURN_IF_ERROR(get_matrix(g.lm_head, w.lm_head));
+  }
   return w;
 }
 

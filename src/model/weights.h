@@ -1,7 +1,9 @@
-// The weights of a Llama-family model as the f32 forward pass reads them.
-// Pointers refer either into a mapped file (f32 tensors used in place) or
-// into storage this struct owns (tensors converted or generated at load).
-// Shapes follow PyTorch: a Linear weight is [out_features, in_features].
+// The weights of a Llama-family model as the forward pass reads them. Weight
+// matrices keep their stored format (f32, f16, bf16, Q8_0, Q4_0) and point
+// into the mapped file, unless a WeightFormat asks for a conversion at load
+// (then they point into storage this struct owns). Norm weights and biases
+// are always f32. Shapes follow PyTorch: a Linear weight is
+// [out_features, in_features].
 #pragma once
 
 #include <functional>
@@ -11,6 +13,7 @@
 
 #include "core/mapped_file.h"
 #include "core/status.h"
+#include "kernels/cpu/matmul.h"
 #include "model/config.h"
 #include "model/tensor_index.h"
 
@@ -18,31 +21,52 @@ namespace zl {
 
 struct LayerWeights {
   const float* attn_norm = nullptr;  // [dim]
-  const float* wq = nullptr;         // [q_dim, dim]
-  const float* wk = nullptr;         // [kv_dim, dim]
-  const float* wv = nullptr;         // [kv_dim, dim]
+  WeightMatrix wq;                   // [q_dim, dim]
+  WeightMatrix wk;                   // [kv_dim, dim]
+  WeightMatrix wv;                   // [kv_dim, dim]
   const float* bq = nullptr;         // [q_dim], only with attention_bias
   const float* bk = nullptr;         // [kv_dim]
   const float* bv = nullptr;         // [kv_dim]
-  const float* wo = nullptr;         // [dim, q_dim]
+  WeightMatrix wo;                   // [dim, q_dim]
   const float* ffn_norm = nullptr;   // [dim]
-  const float* w_gate = nullptr;     // [hidden_dim, dim]
-  const float* w_up = nullptr;       // [hidden_dim, dim]
-  const float* w_down = nullptr;     // [dim, hidden_dim]
+  WeightMatrix w_gate;               // [hidden_dim, dim]
+  WeightMatrix w_up;                 // [hidden_dim, dim]
+  WeightMatrix w_down;               // [dim, hidden_dim]
 };
 
 struct ModelWeights {
-  const float* tok_embeddings = nullptr;  // [vocab_size, dim]
-  std::vector<LayerWeights> layers;       // [num_layers]
-  const float* final_norm = nullptr;      // [dim]
-  const float* lm_head = nullptr;         // [vocab_size, dim]; == tok_embeddings when tied
+  WeightMatrix tok_embeddings;        // [vocab_size, dim]; rows dequantized on lookup
+  std::vector<LayerWeights> layers;   // [num_layers]
+  const float* final_norm = nullptr;  // [dim]
+  WeightMatrix lm_head;               // [vocab_size, dim]; == tok_embeddings when tied
 
-  // Backing storage: owned f32 buffers, and the files pointers may refer into.
-  std::vector<std::unique_ptr<float[]>> owned;
+  // Backing storage: owned buffers (64-byte aligned), and the files pointers
+  // may refer into.
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
+  std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> owned;
   std::vector<std::shared_ptr<MappedFile>> files;
 
   float* allocate(int64_t num_elems);
+  uint8_t* allocate_bytes(int64_t num_bytes);
+  // Bytes of all weight matrices (what a decode step streams), lm_head once.
+  int64_t matrix_bytes() const;
 };
+
+// Conversion of the weight matrices at load (vLLM's --dtype / --quantization).
+// Quantization wins over dtype for matrices; with neither, matrices stay as stored.
+enum class Quantization { kNone, kInt8, kQ8_0, kQ4_0 };
+struct WeightFormat {
+  bool convert_dtype = false;    // dtype below applies to float matrices
+  DType dtype = DType::kF32;     // kF32, kF16 or kBF16
+  Quantization quantization = Quantization::kNone;
+};
+// "auto" (as stored), "f32"/"float32", "f16"/"float16"/"half", "bf16"/"bfloat16".
+Status parse_dtype_flag(const std::string& text, WeightFormat& format);
+// "none", "int8", "q8_0", "q4_0".
+Status parse_quantization_flag(const std::string& text, WeightFormat& format);
+std::string weight_format_name(const WeightFormat& format);
 
 // How a file format names the tensors of a Llama-family model.
 enum class TensorNaming { kHuggingFace, kGguf };
@@ -63,10 +87,15 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& config, TensorNaming
 Status check_tensors(const ModelConfig& config, const TensorIndex& tensors, TensorNaming naming,
                      const std::string& source);
 
-// Converts (or maps) the tensors into f32 weights. progress(done, total) is
-// called after each tensor, for a progress bar.
+// One [rows, cols] tensor as a WeightMatrix in `format`: in place when it is
+// stored that way, otherwise converted into storage owned by `weights`.
+StatusOr<WeightMatrix> convert_matrix(const TensorInfo& info, const WeightFormat& format, ModelWeights& weights);
+
+// Binds (maps, or converts as `format` asks) the tensors. progress(done,
+// total) is called after each tensor, for a progress bar.
 StatusOr<ModelWeights> load_weights(const ModelConfig& config, const TensorIndex& tensors,
                                     TensorNaming naming, const std::string& source,
-                                    const std::function<void(int, int)>& progress = {});
+                                    const std::function<void(int, int)>& progress = {},
+                                    const WeightFormat& format = {});
 
 }  // namespace zl

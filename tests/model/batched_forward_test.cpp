@@ -96,11 +96,12 @@ TEST(DummyModelTest, SameNameAndSeedSameWeights) {
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   auto wa = load_model_weights(*a), wb = load_model_weights(*b), wc = load_model_weights(*c);
   int64_t n = int64_t{a->config.vocab_size} * a->config.dim;
-  EXPECT_TRUE(std::equal(wa->tok_embeddings, wa->tok_embeddings + n, wb->tok_embeddings));
-  EXPECT_FALSE(std::equal(wa->tok_embeddings, wa->tok_embeddings + n, wc->tok_embeddings));
+  const float* ea = wa->tok_embeddings.f32();
+  EXPECT_TRUE(std::equal(ea, ea + n, wb->tok_embeddings.f32()));
+  EXPECT_FALSE(std::equal(ea, ea + n, wc->tok_embeddings.f32()));
   // Known values pin the generator across machines and compilers.
-  EXPECT_FLOAT_EQ(wa->tok_embeddings[0], 0.0478002429f);
-  EXPECT_FLOAT_EQ(wa->layers[3].w_down[100], 0.080838047f);
+  EXPECT_FLOAT_EQ(ea[0], 0.0478002429f);
+  EXPECT_FLOAT_EQ(wa->layers[3].w_down.f32()[100], 0.080838047f);
   EXPECT_FALSE(open_model("dummy:nope").ok());
   EXPECT_FALSE(open_model("dummy:tiny:x").ok());
 }

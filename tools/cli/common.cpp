@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/log.h"
 
@@ -36,7 +37,20 @@ void add_model_flags(CLI::App& app, ModelFlags& flags, bool model_required) {
                  "Context length in tokens (default: the model's; may only shrink it)")
       ->envname("ZEROLAYER_MAX_SEQ_LEN")
       ->check(CLI::Range(0, 1 << 24));
+  // open_model reads these from the environment, so every path that loads a
+  // model (the engine included) sees the flags.
+  app.add_option("--dtype", flags.dtype,
+                 "Weight matrices as auto (as stored), f32, f16 or bf16, converted at load")
+      ->envname("ZEROLAYER_DTYPE")
+      ->check(CLI::IsMember({"auto", "f32", "float32", "f16", "float16", "half", "bf16", "bfloat16"}))
+      ->each([](const std::string& v) { setenv("ZEROLAYER_DTYPE", v.c_str(), 1); });
+  app.add_option("--quantization", flags.quantization,
+                 "Quantize weight matrices at load: none, int8 (per-row scale), q8_0 or q4_0 (GGUF blocks)")
+      ->envname("ZEROLAYER_QUANTIZATION")
+      ->check(CLI::IsMember({"none", "int8", "q8_0", "q4_0"}))
+      ->each([](const std::string& v) { setenv("ZEROLAYER_QUANTIZATION", v.c_str(), 1); });
 }
+
 
 int report_error(const Status& status) {
   std::fprintf(stderr, "error: %s\n", status.message().c_str());

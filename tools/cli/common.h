@@ -18,6 +18,10 @@ struct ModelFlags {
   std::string tokenizer;
   int threads = 0;          // 0: one per core
   int max_seq_len = 0;      // 0: the model's own
+  // Weight conversion at load; the flags also set ZEROLAYER_DTYPE /
+  // ZEROLAYER_QUANTIZATION, which open_model reads (see model_loader.h).
+  std::string dtype = "auto";          // weight matrices: auto (as stored), f32, f16, bf16
+  std::string quantization = "none";   // none, int8, q8_0, q4_0
 };
 
 void add_model_flags(CLI::App& app, ModelFlags& flags, bool model_required = true);

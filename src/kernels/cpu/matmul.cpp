@@ -1,6 +1,147 @@
 #include "kernels/cpu/matmul.h"
 
-namespace zl::cpu {
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "core/check.h"
+#include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/quantize.h"
+
+namespace zl {
+
+const float* WeightMatrix::f32() const {
+  CHECK(dtype == DType::kF32) << "weight matrix is " << dtype_name(dtype) << ", not F32";
+  return static_cast<const float*>(data);
+}
+
+void WeightMatrix::row_to_f32(int64_t r, float* dst) const {
+  dtype_to_f32(dtype, row(r), dst, cols);
+  if (dtype == DType::kI8)
+    for (int64_t i = 0; i < cols; ++i) dst[i] *= scales[r];
+}
+
+namespace cpu {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case Isa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+             __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+  }
+  return false;
+}
+
+Isa active_isa() {
+  static const Isa isa = [] {
+    const char* env = std::getenv("ZEROLAYER_ISA");
+    std::string_view want = env != nullptr ? env : "";
+    for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+      if (want == isa_name(i) && isa_supported(i)) return i;
+    if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
+    if (isa_supported(Isa::kAvx2)) return Isa::kAvx2;
+    return Isa::kScalar;
+  }();
+  return isa;
+}
+
+TileKernel tile_kernel(Isa isa, DType dtype) {
+  TileKernel k = nullptr;
+  if (isa == Isa::kAvx512) k = tile_kernel_avx512(dtype);
+  if (isa == Isa::kAvx2) k = tile_kernel_avx2(dtype);
+  return k != nullptr ? k : tile_kernel_scalar(dtype);
+}
+
+namespace {
+
+// Quantized activations, reused across calls (sized for the largest seen).
+struct ActScratch {
+  std::vector<int8_t> q;
+  std::vector<float> d, ds;
+};
+
+// Rows per cache block: the weight rows one token sweep re-reads stay in L2
+// (~1 MiB of each core's 2 MiB here; plenty of headroom on smaller L2s too).
+int64_t rows_per_block(const WeightMatrix& w, int64_t num_tokens) {
+  if (num_tokens <= 4) return w.rows;  // one token tile: nothing is re-read
+  int64_t rows = (int64_t{1} << 20) / std::max<int64_t>(1, w.row_bytes());
+  return std::max<int64_t>(16, rows / 16 * 16);
+}
+
+}  // namespace
+
+void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<const MatmulTarget> targets,
+            Isa isa) {
+  if (targets.empty() || num_tokens <= 0) return;
+  const int64_t cols = targets[0].w->cols;
+  MatmulInput in;
+  in.x = x;
+  in.num_tokens = num_tokens;
+  in.cols = cols;
+  int64_t total_rows = 0;
+  bool any_quantized = false;
+  for (const MatmulTarget& t : targets) {
+    CHECK(t.w->cols == cols) << "matmul targets must share the input width";
+    total_rows += t.w->rows;
+    any_quantized |= dtype_is_quantized(t.w->dtype);
+  }
+  if (any_quantized) {
+    CHECK(cols % 32 == 0) << "quantized weights need in_features divisible by 32";
+    thread_local ActScratch scratch;
+    size_t n = static_cast<size_t>(num_tokens * cols);
+    if (scratch.q.size() < n) {
+      scratch.q.resize(n);
+      scratch.d.resize(n / 32);
+      scratch.ds.resize(n / 32);
+    }
+    quantize_activations(x, num_tokens, cols, scratch.q.data(), scratch.d.data(), scratch.ds.data());
+    in.xq = scratch.q.data();
+    in.xd = scratch.d.data();
+    in.xds = scratch.ds.data();
+  }
+
+  // Rows [begin, end) of the targets laid end to end.
+  auto run_rows = [&](int64_t begin, int64_t end) {
+    int64_t offset = 0;
+    for (const MatmulTarget& t : targets) {
+      const WeightMatrix& w = *t.w;
+      int64_t lo = std::max(begin, offset) - offset, hi = std::min(end, offset + w.rows) - offset;
+      offset += w.rows;
+      if (lo >= hi) continue;
+      TileKernel kernel = tile_kernel(isa, w.dtype);
+      const int64_t step = rows_per_block(w, num_tokens);
+      for (int64_t r = lo; r < hi; r += step) kernel(w, in, r, std::min(hi, r + step), t.y, w.rows);
+      if (t.bias != nullptr)
+        for (int64_t tok = 0; tok < num_tokens; ++tok)
+          for (int64_t r = lo; r < hi; ++r) t.y[tok * w.rows + r] += t.bias[r];
+    }
+  };
+  // Below ~64K multiply-adds waking the workers costs more than it saves.
+  if (num_tokens * cols * total_rows < (1 << 16)) return run_rows(0, total_rows);
+  // Chunks of 16 rows keep the kernels' 4-row tiles whole.
+  pool.parallel_for(total_rows, run_rows, 16);
+}
+
+void matmul(ThreadPool& pool, const float* x, const WeightMatrix& w, const float* bias, float* y,
+            int64_t num_tokens, Isa isa) {
+  MatmulTarget target{&w, bias, y};
+  matmul(pool, x, num_tokens, std::span<const MatmulTarget>(&target, 1), isa);
+}
 
 // 32 independent partial sums: GCC turns the inner loop into vector FMAs
 // without -ffast-math (no reassociation across lanes is needed), and two
@@ -19,19 +160,5 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return acc[0] + tail;
 }
 
-void matmul_f32(ThreadPool& pool, const float* x, const float* w, const float* bias, float* y,
-                int64_t num_tokens, int64_t in, int64_t out) {
-  auto rows = [&](int64_t row_begin, int64_t row_end) {
-    for (int64_t row = row_begin; row < row_end; ++row) {
-      const float* w_row = w + row * in;
-      float b = bias != nullptr ? bias[row] : 0.0f;
-      for (int64_t t = 0; t < num_tokens; ++t) y[t * out + row] = dot_f32(w_row, x + t * in, in) + b;
-    }
-  };
-  // Below ~64K multiply-adds waking the workers costs more than it saves.
-  if (num_tokens * in * out < (1 << 16)) return rows(0, out);
-  // Chunks of 16 rows keep threads' slices of W contiguous.
-  pool.parallel_for(out, rows, 16);
-}
-
-}  // namespace zl::cpu
+}  // namespace cpu
+}  // namespace zl

@@ -1,20 +1,68 @@
-// Dense f32 matrix products for linear layers: y = x · Wᵀ (+ b), with W stored
-// as PyTorch stores a Linear weight, [out_features, in_features]. The work is
-// split over output rows so each thread streams its own slice of W once and
-// reuses each row for every token of the batch.
+// Matrix products for linear layers: y = x · Wᵀ (+ b), with W stored as
+// PyTorch stores a Linear weight, [out_features, in_features], in any weight
+// format (f32, f16, bf16 as stored; GGUF Q8_0 / Q4_0 blocks; int8 with a scale
+// per row). Float formats are widened in registers and multiplied with the f32
+// activations (exact products, f32 sums). Quantized formats multiply int8
+// weights with activations quantized to int8 blocks of 32 (as llama.cpp does):
+// integer dot products per block, then f32 scales; the activation rounding
+// costs ~0.3% relative error per product (see tests/kernels/matmul_test.cpp).
+//
+// Work is split over output rows, so each thread streams its own slice of W
+// once per call and applies each weight block to every token of the batch
+// while it is in registers / cache. Kernels are chosen at run time (AVX-512
+// with VNNI, AVX2+FMA, or the scalar reference), overridable with
+// ZEROLAYER_ISA=scalar|avx2|avx512 for tests and benchmarks.
 #pragma once
 
 #include <cstdint>
+#include <span>
 
+#include "core/dtype.h"
 #include "core/thread_pool.h"
 
-namespace zl::cpu {
+namespace zl {
 
-// Dot product of two f32 vectors (AVX-512 / AVX2+FMA / scalar, chosen at run time).
+// A weight matrix as it lies in memory (a mapped file or owned storage).
+struct WeightMatrix {
+  DType dtype = DType::kF32;
+  const void* data = nullptr;      // [rows, row_bytes()]
+  int64_t rows = 0;                // out_features
+  int64_t cols = 0;                // in_features; a multiple of 32 for Q8_0, Q4_0, I8
+  const float* scales = nullptr;   // [rows], I8 only
+
+  int64_t row_bytes() const { return cols / dtype_block_elems(dtype) * dtype_block_bytes(dtype); }
+  const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }
+  int64_t num_bytes() const { return rows * row_bytes() + (scales != nullptr ? rows * 4 : 0); }
+  // The data as f32; the matrix must be f32.
+  const float* f32() const;
+  // Dequantizes row r into dst[cols].
+  void row_to_f32(int64_t r, float* dst) const;
+};
+
+namespace cpu {
+
+enum class Isa { kScalar, kAvx2, kAvx512 };
+const char* isa_name(Isa isa);
+// The best the CPU supports, or ZEROLAYER_ISA when set (and supported).
+Isa active_isa();
+bool isa_supported(Isa isa);
+
+// One product sharing the call's input: y = x · wᵀ + bias, y: [num_tokens, w.rows].
+struct MatmulTarget {
+  const WeightMatrix* w = nullptr;
+  const float* bias = nullptr;  // [w.rows] or nullptr
+  float* y = nullptr;
+};
+
+// x: [num_tokens, in]; every target has w.cols == in. Several targets (q/k/v,
+// gate/up) share one quantization of x and one parallel section.
+void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<const MatmulTarget> targets,
+            Isa isa = active_isa());
+void matmul(ThreadPool& pool, const float* x, const WeightMatrix& w, const float* bias, float* y,
+            int64_t num_tokens, Isa isa = active_isa());
+
+// Dot product of two f32 vectors (run-time dispatch).
 float dot_f32(const float* a, const float* b, int64_t n);
 
-// x: [num_tokens, in], w: [out, in], bias: [out] or nullptr, y: [num_tokens, out].
-void matmul_f32(ThreadPool& pool, const float* x, const float* w, const float* bias, float* y,
-                int64_t num_tokens, int64_t in, int64_t out);
-
-}  // namespace zl::cpu
+}  // namespace cpu
+}  // namespace zl

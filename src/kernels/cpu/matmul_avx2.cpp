@@ -1,0 +1,168 @@
+// AVX2 + FMA + F16C tile kernels, for CPUs without AVX-512. The same register
+// tiles as matmul_avx512.cpp at 256 bits (one quantized block per register).
+// Quantized dots use vpmaddubsw (unsigned x signed bytes into saturating
+// int16 pairs) then vpmaddwd: Q4_0 feeds the stored nibble (code + 8, at most
+// 15 * 127 * 2 per pair, no saturation) and takes 8 * sum(x) back per block;
+// Q8_0 and I8 use |w| and x with w's sign (at most 128 * 127 * 2 per pair).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/cpu/matmul_kernels.h"
+
+#define ZL_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace zl::cpu {
+namespace {
+
+template <DType D>
+ZL_AVX2 inline __m256 load_f32x8(const uint8_t* row, int64_t k) {
+  if constexpr (D == DType::kF32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
+  } else if constexpr (D == DType::kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+  } else {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+ZL_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <DType D, int R, int T>
+ZL_AVX2 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
+                         int64_t ldy) {
+  const int64_t n = in.cols;
+  const uint8_t* wr[R];
+  const float* xr[T];
+  for (int r = 0; r < R; ++r) wr[r] = w.row(r0 + r);
+  for (int t = 0; t < T; ++t) xr[t] = in.x + (t0 + t) * n;
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    __m256 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(xr[t] + k);
+    for (int r = 0; r < R; ++r) {
+      __m256 wv = load_f32x8<D>(wr[r], k);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  float tail_w[8];
+  for (int r = 0; r < R; ++r) {
+    if (k < n) dtype_to_f32(w.dtype, wr[r] + k * dtype_block_bytes(D), tail_w, n - k);
+    for (int t = 0; t < T; ++t) {
+      float sum = hsum(acc[r][t]);
+      for (int64_t j = k; j < n; ++j) sum += tail_w[j - k] * xr[t][j];
+      y[(t0 + t) * ldy + r0 + r] = sum;
+    }
+  }
+}
+
+template <DType D>
+constexpr int64_t kBlockBytes = D == DType::kQ8_0 ? 34 : D == DType::kQ4_0 ? 18 : 32;
+
+template <DType D, int R, int T>
+ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
+                         int64_t ldy) {
+  const int64_t n = in.cols, num_blocks = n / 32;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const uint8_t* wr[R];
+  for (int r = 0; r < R; ++r) wr[r] = w.row(r0 + r);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    __m256i xv[T];
+    __m256 dx[T], cx[T];
+    for (int t = 0; t < T; ++t) {
+      const int64_t tok = t0 + t;
+      xv[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.xq + tok * n + b * 32));
+      dx[t] = _mm256_set1_ps(in.xd[tok * num_blocks + b]);
+      cx[t] = _mm256_set1_ps(in.xds[tok * num_blocks + b]);  // 8 lanes x 8 * sum / 8
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = wr[r] + b * kBlockBytes<D>;
+      if constexpr (D == DType::kQ4_0) {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        __m256 dw = _mm256_set1_ps(_cvtsh_ss(h));
+        __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+        __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes), _mm256_set1_epi8(0x0f));
+        for (int t = 0; t < T; ++t) {
+          __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv[t]), ones);
+          __m256 f = _mm256_fmsub_ps(dx[t], _mm256_cvtepi32_ps(dot), cx[t]);
+          acc[r][t] = _mm256_fmadd_ps(dw, f, acc[r][t]);
+        }
+      } else {
+        __m256 dw = _mm256_set1_ps(1.0f);
+        if constexpr (D == DType::kQ8_0) {
+          uint16_t h;
+          std::memcpy(&h, p, 2);
+          dw = _mm256_set1_ps(_cvtsh_ss(h));
+          p += 2;
+        }
+        __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        __m256i aw = _mm256_abs_epi8(wv);
+        for (int t = 0; t < T; ++t) {
+          __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[t], wv)), ones);
+          __m256 f = _mm256_mul_ps(dx[t], _mm256_cvtepi32_ps(dot));
+          acc[r][t] = _mm256_fmadd_ps(dw, f, acc[r][t]);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const float row_scale = D == DType::kI8 ? w.scales[r0 + r] : 1.0f;
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]) * row_scale;
+  }
+}
+
+template <DType D, int R, int T>
+ZL_AVX2 inline void micro(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
+                          int64_t ldy) {
+  if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8) {
+    micro_quant<D, R, T>(w, in, r0, t0, y, ldy);
+  } else {
+    micro_float<D, R, T>(w, in, r0, t0, y, ldy);
+  }
+}
+
+// Tiles of 4 rows x 2 tokens fit the 16 ymm registers (8 accumulators).
+template <DType D, int T>
+ZL_AVX2 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                             int64_t t0, float* y, int64_t ldy) {
+  int64_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) micro<D, 4, T>(w, in, r, t0, y, ldy);
+  for (; r < row_end; ++r) micro<D, 1, T>(w, in, r, t0, y, ldy);
+}
+
+template <DType D>
+ZL_AVX2 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
+                  int64_t ldy) {
+  int64_t t = 0;
+  for (; t + 2 <= in.num_tokens; t += 2) rows_for_tokens<D, 2>(w, in, row_begin, row_end, t, y, ldy);
+  if (t < in.num_tokens) rows_for_tokens<D, 1>(w, in, row_begin, row_end, t, y, ldy);
+}
+
+}  // namespace
+
+TileKernel tile_kernel_avx2(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return tile<DType::kF32>;
+    case DType::kF16: return tile<DType::kF16>;
+    case DType::kBF16: return tile<DType::kBF16>;
+    case DType::kQ8_0: return tile<DType::kQ8_0>;
+    case DType::kQ4_0: return tile<DType::kQ4_0>;
+    case DType::kI8: return tile<DType::kI8>;
+  }
+  return nullptr;
+}
+
+}  // namespace zl::cpu

@@ -1,0 +1,227 @@
+// AVX-512 tile kernels (F, BW, VL, VNNI; F16C for f16 scales).
+//
+// Register tiles of R rows x T tokens (4 x 4 at most: 16 accumulators) run
+// over the whole reduction dimension with one vector accumulator per output,
+// reduced horizontally at the end; each weight vector loaded is used for T
+// tokens and each activation vector for R rows.
+//
+// Float formats: 16 weights are widened to f32 in registers (bf16: a 16-bit
+// shift; f16: vcvtph2ps) and multiplied with f32 activations by FMA; the tail
+// of a row that is not a multiple of 16 uses masked loads.
+//
+// Quantized formats: vpdpbusd multiplies unsigned by signed bytes, so the
+// weight codes are made unsigned by an offset (Q4_0: the stored nibble, i.e.
+// code + 8; Q8_0 and I8: code + 128, by flipping the top bit) and the offset
+// is taken back per block from the activation sum: for a block,
+//   sum(w * x) = sum(u * x) - offset * sum(x).
+// One 512-bit register holds two blocks of 32; its 16 int32 lanes hold 8
+// partial dots of each block, so each lane subtracts offset / 8 * d_x * sum(q_x)
+// (ds from quantize_activations) before the weight block scale is applied:
+//   acc += d_w * (d_x * float(lanes) - offset / 8 * ds).
+// GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "kernels/cpu/matmul_kernels.h"
+
+#define ZL_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,fma,f16c")))
+
+namespace zl::cpu {
+namespace {
+
+template <DType D>
+ZL_AVX512 inline __m512 load_f32x16(const uint8_t* row, int64_t k) {
+  if constexpr (D == DType::kF32) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + k);
+  } else if constexpr (D == DType::kF16) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k)));
+  } else {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <DType D>
+ZL_AVX512 inline __m512 load_f32x16_masked(const uint8_t* row, int64_t k, __mmask16 m) {
+  if constexpr (D == DType::kF32) {
+    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + k);
+  } else if constexpr (D == DType::kF16) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * k));
+  } else {
+    __m256i h = _mm256_maskz_loadu_epi16(m, row + 2 * k);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <DType D, int R, int T>
+ZL_AVX512 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
+                           int64_t ldy) {
+  const int64_t n = in.cols;
+  const uint8_t* wr[R];
+  const float* xr[T];
+  for (int r = 0; r < R; ++r) wr[r] = w.row(r0 + r);
+  for (int t = 0; t < T; ++t) xr[t] = in.x + (t0 + t) * n;
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    __m512 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_ps(xr[t] + k);
+    for (int r = 0; r < R; ++r) {
+      __m512 wv = load_f32x16<D>(wr[r], k);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  if (k < n) {
+    __mmask16 m = static_cast<__mmask16>((1u << (n - k)) - 1);
+    __m512 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, xr[t] + k);
+    for (int r = 0; r < R; ++r) {
+      __m512 wv = load_f32x16_masked<D>(wr[r], k, m);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+// Two floats at p (adjacent) spread over lanes 0-7 and 8-15.
+ZL_AVX512 inline __m512 spread_pair(const float* p) {
+  __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p)));
+  const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(two));
+}
+
+ZL_AVX512 inline __m512 spread_halves(float lo, float hi) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(lo)), _mm256_set1_ps(hi), 1);
+}
+
+ZL_AVX512 inline float f16_at(const uint8_t* p) {
+  uint16_t h;
+  __builtin_memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+template <DType D>
+constexpr int64_t kBlockBytes = D == DType::kQ8_0 ? 34 : D == DType::kQ4_0 ? 18 : 32;
+
+// Codes of blocks b, b+1 (or only b when one is false: upper half zero) as
+// unsigned bytes, and their scales spread over the two halves.
+template <DType D>
+ZL_AVX512 inline __m512i load_codes(const uint8_t* p, bool two, __m512* scale) {
+  const __m512i top = _mm512_set1_epi8(static_cast<char>(0x80));
+  if constexpr (D == DType::kQ8_0) {
+    __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+    __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36)) : _mm256_setzero_si256();
+    *scale = spread_halves(f16_at(p), two ? f16_at(p + 34) : 0.0f);
+    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), top);
+  } else if constexpr (D == DType::kQ4_0) {
+    __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+    __m128i b1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)) : _mm_setzero_si128();
+    *scale = spread_halves(f16_at(p), two ? f16_at(p + 18) : 0.0f);
+    __m512i z = _mm512_inserti32x4(_mm512_castsi128_si512(b0), b0, 1);
+    z = _mm512_inserti32x4(_mm512_inserti32x4(z, b1, 2), b1, 3);
+    // 128-bit lanes 1 and 3 take the high nibbles (elements 16..31 of a block).
+    __m512i nibbles = _mm512_mask_blend_epi64(0xCC, z, _mm512_srli_epi16(z, 4));
+    return _mm512_and_si512(nibbles, _mm512_set1_epi8(0x0f));
+  } else {
+    __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)) : _mm256_setzero_si256();
+    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), top);
+  }
+}
+
+template <DType D, int R, int T>
+ZL_AVX512 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
+                           int64_t ldy) {
+  const int64_t n = in.cols, num_blocks = n / 32;
+  // offset / 8 (see the top of the file).
+  const __m512 offset8 = _mm512_set1_ps(D == DType::kQ4_0 ? 1.0f : 16.0f);
+  const uint8_t* wr[R];
+  for (int r = 0; r < R; ++r) wr[r] = w.row(r0 + r);
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < num_blocks; b += 2) {
+    const bool two = b + 1 < num_blocks;
+    __m512i xv[T];
+    __m512 dx[T], cx[T];
+    for (int t = 0; t < T; ++t) {
+      const int64_t tok = t0 + t;
+      const int8_t* xq = in.xq + tok * n + b * 32;
+      const float* xd = in.xd + tok * num_blocks + b;
+      const float* xds = in.xds + tok * num_blocks + b;
+      if (two) {
+        xv[t] = _mm512_loadu_si512(xq);
+        dx[t] = spread_pair(xd);
+        cx[t] = _mm512_mul_ps(spread_pair(xds), offset8);
+      } else {
+        xv[t] = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
+        dx[t] = spread_halves(xd[0], 0.0f);
+        cx[t] = _mm512_mul_ps(spread_halves(xds[0], 0.0f), offset8);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      __m512 dw;
+      __m512i wv = load_codes<D>(wr[r] + b * kBlockBytes<D>, two, &dw);
+      for (int t = 0; t < T; ++t) {
+        __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv[t]);
+        __m512 f = _mm512_fmsub_ps(dx[t], _mm512_cvtepi32_ps(dot), cx[t]);
+        acc[r][t] = D == DType::kI8 ? _mm512_add_ps(acc[r][t], f) : _mm512_fmadd_ps(dw, f, acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const float row_scale = D == DType::kI8 ? w.scales[r0 + r] : 1.0f;
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]) * row_scale;
+  }
+}
+
+template <DType D, int R, int T>
+ZL_AVX512 inline void micro(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
+                            int64_t ldy) {
+  if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8) {
+    micro_quant<D, R, T>(w, in, r0, t0, y, ldy);
+  } else {
+    micro_float<D, R, T>(w, in, r0, t0, y, ldy);
+  }
+}
+
+template <DType D, int T>
+ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                               int64_t t0, float* y, int64_t ldy) {
+  int64_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) micro<D, 4, T>(w, in, r, t0, y, ldy);
+  for (; r < row_end; ++r) micro<D, 1, T>(w, in, r, t0, y, ldy);
+}
+
+template <DType D>
+ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
+                    int64_t ldy) {
+  int64_t t = 0;
+  for (; t + 4 <= in.num_tokens; t += 4) rows_for_tokens<D, 4>(w, in, row_begin, row_end, t, y, ldy);
+  switch (in.num_tokens - t) {
+    case 3: return rows_for_tokens<D, 3>(w, in, row_begin, row_end, t, y, ldy);
+    case 2: return rows_for_tokens<D, 2>(w, in, row_begin, row_end, t, y, ldy);
+    case 1: return rows_for_tokens<D, 1>(w, in, row_begin, row_end, t, y, ldy);
+    default: return;
+  }
+}
+
+}  // namespace
+
+TileKernel tile_kernel_avx512(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return tile<DType::kF32>;
+    case DType::kF16: return tile<DType::kF16>;
+    case DType::kBF16: return tile<DType::kBF16>;
+    case DType::kQ8_0: return tile<DType::kQ8_0>;
+    case DType::kQ4_0: return tile<DType::kQ4_0>;
+    case DType::kI8: return tile<DType::kI8>;
+  }
+  return nullptr;
+}
+
+}  // namespace zl::cpu

@@ -1,0 +1,33 @@
+// Internal to the matmul: the per-ISA tile kernels and the prepared input
+// they share. A tile kernel computes y[t * ldy + r] for rows [row_begin,
+// row_end) of w and tokens [0, num_tokens) of the input, reading each weight
+// row from cache for every token tile (the caller sizes row ranges to fit L2).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/matmul.h"
+
+namespace zl::cpu {
+
+struct MatmulInput {
+  const float* x = nullptr;    // [num_tokens, cols] f32
+  const int8_t* xq = nullptr;  // [num_tokens, cols] int8 (quantized formats)
+  const float* xd = nullptr;   // [num_tokens, cols / 32] block scales
+  const float* xds = nullptr;  // [num_tokens, cols / 32] scale * sum(q) per block
+  int64_t num_tokens = 0;
+  int64_t cols = 0;
+};
+
+using TileKernel = void (*)(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin,
+                            int64_t row_end, float* y, int64_t ldy);
+
+// nullptr for a format the ISA's table lacks (falls back to scalar).
+TileKernel tile_kernel(Isa isa, DType dtype);
+TileKernel tile_kernel_scalar(DType dtype);
+TileKernel tile_kernel_avx2(DType dtype);
+TileKernel tile_kernel_avx512(DType dtype);
+
+inline bool dtype_is_quantized(DType d) { return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8; }
+
+}  // namespace zl::cpu

@@ -1,0 +1,81 @@
+// The scalar reference of the matmul tile kernels: the definition the vector
+// kernels are tested against. Float formats: f32 sums of exact products.
+// Quantized formats: per block of 32, the exact integer dot of weight and
+// activation codes, scaled by both block scales (I8: by the activation block
+// scale, then the row scale at the end).
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/matmul_kernels.h"
+
+namespace zl::cpu {
+namespace {
+
+void tile_float(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
+                int64_t ldy) {
+  thread_local std::vector<float> row;
+  row.resize(static_cast<size_t>(w.cols));
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    w.row_to_f32(r, row.data());
+    for (int64_t t = 0; t < in.num_tokens; ++t) {
+      const float* x = in.x + t * in.cols;
+      float sum = 0.0f;
+      for (int64_t k = 0; k < w.cols; ++k) sum += row[static_cast<size_t>(k)] * x[k];
+      y[t * ldy + r] = sum;
+    }
+  }
+}
+
+// Weight codes and scale of block b of row r.
+void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale) {
+  const uint8_t* p = w.row(r);
+  uint16_t h;
+  switch (w.dtype) {
+    case DType::kQ8_0:
+      p += b * 34;
+      std::memcpy(&h, p, 2);
+      *scale = f16_to_f32(h);
+      std::memcpy(codes, p + 2, 32);
+      return;
+    case DType::kQ4_0:
+      p += b * 18;
+      std::memcpy(&h, p, 2);
+      *scale = f16_to_f32(h);
+      for (int j = 0; j < 16; ++j) {
+        codes[j] = static_cast<int8_t>((p[2 + j] & 0x0f) - 8);
+        codes[j + 16] = static_cast<int8_t>((p[2 + j] >> 4) - 8);
+      }
+      return;
+    default:  // kI8
+      std::memcpy(codes, p + b * 32, 32);
+      *scale = 1.0f;
+      return;
+  }
+}
+
+void tile_quantized(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
+                    int64_t ldy) {
+  const int64_t num_blocks = w.cols / 32;
+  int8_t codes[32];
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    for (int64_t t = 0; t < in.num_tokens; ++t) y[t * ldy + r] = 0.0f;
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      float dw;
+      weight_block(w, r, b, codes, &dw);
+      for (int64_t t = 0; t < in.num_tokens; ++t) {
+        const int8_t* xq = in.xq + t * in.cols + b * 32;
+        int32_t dot = 0;
+        for (int j = 0; j < 32; ++j) dot += int32_t{codes[j]} * xq[j];
+        y[t * ldy + r] += dw * in.xd[t * num_blocks + b] * static_cast<float>(dot);
+      }
+    }
+    if (w.dtype == DType::kI8)
+      for (int64_t t = 0; t < in.num_tokens; ++t) y[t * ldy + r] *= w.scales[r];
+  }
+}
+
+}  // namespace
+
+TileKernel tile_kernel_scalar(DType dtype) { return dtype_is_quantized(dtype) ? tile_quantized : tile_float; }
+
+}  // namespace zl::cpu

@@ -1,0 +1,26 @@
+// Quantizers. Weights: f32 rows to GGUF Q8_0 / Q4_0 blocks (bit-identical to
+// ggml's reference quantize_row_q8_0_ref / quantize_row_q4_0_ref, so a file we
+// write is what llama-quantize would write from the same f32 weights) and to
+// int8 with one scale per row. Activations: f32 rows to int8 blocks of 32 with
+// an f32 scale each (ggml's Q8_0 activation format), the input of the integer
+// dot products of the quantized matmul kernels.
+#pragma once
+
+#include <cstdint>
+
+namespace zl::cpu {
+
+// src: [n], n a multiple of 32; dst: n / 32 blocks of 34 (Q8_0) or 18 (Q4_0) bytes.
+void quantize_row_q8_0(const float* src, uint8_t* dst, int64_t n);
+void quantize_row_q4_0(const float* src, uint8_t* dst, int64_t n);
+// Symmetric int8: scale = max|x| / 127, q = round(x / scale). Returns the scale.
+float quantize_row_i8(const float* src, int8_t* dst, int64_t n);
+
+// Activations of num_rows rows of n (multiple of 32) values:
+//   q: [num_rows, n] int8, d: [num_rows, n / 32] block scale (max|x| / 127),
+//   ds: [num_rows, n / 32] d * sum(q of the block), for the kernels' offset
+//   correction (see matmul_avx512.cpp). Round-to-nearest-even, so every
+//   implementation gives the same bytes.
+void quantize_activations(const float* x, int64_t num_rows, int64_t n, int8_t* q, float* d, float* ds);
+
+}  // namespace zl::cpu

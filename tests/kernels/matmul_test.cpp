@@ -1,0 +1,161 @@
+// Every matmul kernel (each ISA the CPU has, each weight format) against the
+// scalar reference on random shapes, including widths that are not multiples
+// of the vector width and token counts that leave partial register tiles.
+//
+// Tolerances, as max |y - y_ref| / max |y_ref| per product:
+//   * vector ISA vs scalar reference, same format: 1e-5 (the same exact
+//     products or integer dots; only the f32 summation order differs);
+//   * quantized formats vs f32 on the dequantized weights: 2e-2 (the int8
+//     rounding of the activations, ~1/254 of each block's max, accumulated
+//     over a few hundred blocks in random sign; llama.cpp computes the same way).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/quantize.h"
+
+namespace zl::cpu {
+namespace {
+
+struct Quantized {
+  std::vector<uint8_t> data;
+  std::vector<float> scales;
+  WeightMatrix w;
+};
+
+Quantized make_matrix(DType dtype, const std::vector<float>& f, int64_t rows, int64_t cols) {
+  Quantized q;
+  q.w.dtype = dtype;
+  q.w.rows = rows;
+  q.w.cols = cols;
+  q.data.resize(static_cast<size_t>(rows * q.w.row_bytes()) + 64);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = &f[static_cast<size_t>(r * cols)];
+    uint8_t* dst = q.data.data() + r * q.w.row_bytes();
+    switch (dtype) {
+      case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(cols) * 4); break;
+      case DType::kF16:
+      case DType::kBF16:
+        for (int64_t i = 0; i < cols; ++i) {
+          uint16_t h = dtype == DType::kF16 ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
+          std::memcpy(dst + 2 * i, &h, 2);
+        }
+        break;
+      case DType::kQ8_0: quantize_row_q8_0(src, dst, cols); break;
+      case DType::kQ4_0: quantize_row_q4_0(src, dst, cols); break;
+      case DType::kI8:
+        q.scales.push_back(quantize_row_i8(src, reinterpret_cast<int8_t*>(dst), cols));
+        break;
+    }
+  }
+  q.w.data = q.data.data();
+  q.w.scales = q.scales.empty() ? nullptr : q.scales.data();
+  return q;
+}
+
+float rel_error(const std::vector<float>& y, const std::vector<float>& ref) {
+  float worst = 0.0f, max_ref = 1e-30f;
+  for (size_t i = 0; i < y.size(); ++i) {
+    worst = std::max(worst, std::fabs(y[i] - ref[i]));
+    max_ref = std::max(max_ref, std::fabs(ref[i]));
+  }
+  return worst / max_ref;
+}
+
+class MatmulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
+  const DType dtype = GetParam();
+  const bool quantized = dtype_is_quantized(dtype);
+  std::mt19937 rng(42);
+  ThreadPool pool(2);
+  struct Shape {
+    int64_t tokens, rows, cols;
+  };
+  // Float widths include non-multiples of 8 and 16; quantized widths are
+  // multiples of 32, odd block counts included.
+  std::vector<Shape> shapes = {{1, 1, 32}, {1, 7, 96}, {3, 13, 160}, {5, 33, 64}, {8, 64, 256},
+                               {17, 21, 352}, {64, 40, 128}, {2, 300, 512}};
+  if (!quantized) shapes.insert(shapes.end(), {{1, 5, 1}, {2, 9, 23}, {6, 17, 100}, {9, 3, 257}});
+  for (const Shape& s : shapes) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> wf(static_cast<size_t>(s.rows * s.cols)), x(static_cast<size_t>(s.tokens * s.cols));
+    for (float& v : wf) v = u(rng);
+    for (float& v : x) v = u(rng);
+    Quantized m = make_matrix(dtype, wf, s.rows, s.cols);
+    std::vector<float> bias(static_cast<size_t>(s.rows));
+    for (float& v : bias) v = u(rng);
+    std::vector<float> ref(static_cast<size_t>(s.tokens * s.rows));
+    matmul(pool, x.data(), m.w, bias.data(), ref.data(), s.tokens, Isa::kScalar);
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+      if (!isa_supported(isa)) continue;
+      std::vector<float> y(ref.size(), NAN);
+      matmul(pool, x.data(), m.w, bias.data(), y.data(), s.tokens, isa);
+      EXPECT_LE(rel_error(y, ref), 1e-5f) << dtype_name(dtype) << " " << isa_name(isa) << " tokens " << s.tokens
+                                          << " rows " << s.rows << " cols " << s.cols;
+    }
+    // The exact product with the dequantized weights: what activation
+    // quantization costs.
+    std::vector<float> deq(wf.size()), exact(ref.size());
+    for (int64_t r = 0; r < s.rows; ++r) m.w.row_to_f32(r, &deq[static_cast<size_t>(r * s.cols)]);
+    for (int64_t t = 0; t < s.tokens; ++t)
+      for (int64_t r = 0; r < s.rows; ++r) {
+        double sum = bias[static_cast<size_t>(r)];
+        for (int64_t k = 0; k < s.cols; ++k) sum += double{deq[static_cast<size_t>(r * s.cols + k)]} * x[static_cast<size_t>(t * s.cols + k)];
+        exact[static_cast<size_t>(t * s.rows + r)] = static_cast<float>(sum);
+      }
+    EXPECT_LE(rel_error(ref, exact), quantized ? 2e-2f : 1e-5f)
+        << dtype_name(dtype) << " tokens " << s.tokens << " rows " << s.rows << " cols " << s.cols;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, MatmulTest,
+                         ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                                           DType::kI8),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(MatmulTest, SharedInputTargets) {
+  // q/k/v style: three matrices, one input, one call; same as three calls.
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool(2);
+  const int64_t tokens = 3, cols = 128;
+  std::vector<float> x(static_cast<size_t>(tokens * cols));
+  for (float& v : x) v = u(rng);
+  std::vector<Quantized> ms;
+  std::vector<std::vector<float>> ys, refs;
+  const int64_t rows[] = {64, 16, 48};
+  for (int i = 0; i < 3; ++i) {
+    std::vector<float> wf(static_cast<size_t>(rows[i] * cols));
+    for (float& v : wf) v = u(rng);
+    ms.push_back(make_matrix(i == 1 ? DType::kQ4_0 : DType::kBF16, wf, rows[i], cols));
+    ys.emplace_back(static_cast<size_t>(tokens * rows[i]));
+    refs.emplace_back(static_cast<size_t>(tokens * rows[i]));
+  }
+  std::vector<MatmulTarget> targets;
+  for (int i = 0; i < 3; ++i) targets.push_back({&ms[static_cast<size_t>(i)].w, nullptr, ys[static_cast<size_t>(i)].data()});
+  matmul(pool, x.data(), tokens, targets);
+  for (int i = 0; i < 3; ++i) {
+    matmul(pool, x.data(), ms[static_cast<size_t>(i)].w, nullptr, refs[static_cast<size_t>(i)].data(), tokens);
+    EXPECT_EQ(ys[static_cast<size_t>(i)], refs[static_cast<size_t>(i)]) << i;
+  }
+}
+
+// The largest magnitude maps to -8 exactly; the other end can clip at +7, a
+// whole step (max / 8) away.
+TEST(QuantizeTest, Q4_0RoundTripWithinOneStep) {
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[static_cast<size_t>(i)] = std::sin(static_cast<float>(i));
+  std::vector<uint8_t> q(36);
+  quantize_row_q4_0(x.data(), q.data(), 64);
+  std::vector<float> back(64);
+  dtype_to_f32(DType::kQ4_0, q.data(), back.data(), 64);
+  for (int i = 0; i < 64; ++i) EXPECT_NEAR(back[static_cast<size_t>(i)], x[static_cast<size_t>(i)], 1.0f / 8 + 1e-3f);
+}
+
+}  // namespace
+}  // namespace zl::cpu
