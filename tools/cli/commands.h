@@ -13,5 +13,6 @@ using Command = std::function<int()>;
 Command add_generate_command(CLI::App& app);
 Command add_check_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
+Command add_convert_command(CLI::App& app);
 
 }  // namespace zl::cli

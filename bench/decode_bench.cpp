@@ -1,0 +1,175 @@
+// Decode and prefill speed of the forward pass, per weight format, as JSON
+// lines. For each --formats entry the model is loaded (converted at load as
+// --dtype / --quantization would), then:
+//   * prefill: one forward of a --prompt token sequence (llama-bench's pp512);
+//   * decode at each --batches size B: B sequences (16-token prompts), then
+//     --steps forward passes of one token per sequence (llama-bench's tg).
+// Every measurement is repeated --runs times; min and median are reported.
+// The fraction of bandwidth is weight bytes streamed per forward pass / its
+// time / the machine's read bandwidth (measured here with the same threads,
+// or given by --bandwidth-gbs).
+//
+// Usage: decode_bench --model dummy:llama-1b --formats f32,bf16,int8,q8_0,q4_0
+//                     [--threads 2] [--runs 3] [--steps 16] [--prompt 512] [--batches 1,8]
+//        decode_bench --model FILE.gguf --formats stored
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+#include "bandwidth_probe.h"
+#include "kernels/cpu/matmul.h"
+#include "model/llama.h"
+#include "model/model_loader.h"
+
+namespace zl::bench {
+namespace {
+
+struct Options {
+  std::string model = "dummy:llama-110m";
+  std::vector<std::string> formats = {"f32", "bf16", "int8", "q8_0", "q4_0"};
+  std::vector<int> batches = {1, 8};
+  int threads = 0, runs = 3, steps = 16, prompt = 512;
+  double bandwidth_gbs = 0;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+StatusOr<WeightFormat> parse_format(const std::string& name) {
+  WeightFormat f;
+  if (name == "stored") return f;
+  if (name == "int8" || name == "q8_0" || name == "q4_0") {
+    ZL_RETURN_IF_ERROR(parse_quantization_flag(name, f));
+  } else {
+    ZL_RETURN_IF_ERROR(parse_dtype_flag(name, f));
+  }
+  return f;
+}
+
+void print_line(const Options& o, const std::string& format, const char* phase, int batch, int tokens_per_run,
+                const std::vector<double>& seconds, int64_t weight_bytes, int64_t params) {
+  std::vector<double> tok_s;
+  for (double s : seconds) tok_s.push_back(tokens_per_run / s);
+  Summary s = summarize(tok_s);
+  // Forward passes per second at the median, times the bytes each streams.
+  double passes_per_s = std::string(phase) == "prefill" ? s.median / tokens_per_run : s.median / batch;
+  double gbs = passes_per_s * static_cast<double>(weight_bytes) / 1e9;
+  std::printf("{\"bench\":\"%s\",\"model\":\"%s\",\"format\":\"%s\",\"isa\":\"%s\",\"threads\":%d,"
+              "\"batch\":%d,\"tokens_per_run\":%d,\"runs\":%zu,\"tok_s_min\":%.2f,\"tok_s_median\":%.2f,"
+              "\"tok_s_max\":%.2f,\"weight_bytes\":%lld,\"weight_gbs\":%.2f,\"bandwidth_gbs\":%.2f,"
+              "\"bw_fraction\":%.3f,\"gflops\":%.1f}\n",
+              phase, o.model.c_str(), format.c_str(), cpu::isa_name(cpu::active_isa()), o.threads, batch,
+              tokens_per_run, seconds.size(), s.min, s.median, s.max, static_cast<long long>(weight_bytes), gbs,
+              o.bandwidth_gbs, gbs / o.bandwidth_gbs, 2.0 * static_cast<double>(params) * s.median / 1e9);
+  std::fflush(stdout);
+}
+
+Status bench_format(const Options& o, const std::string& format_name) {
+  ZL_ASSIGN_OR_RETURN(WeightFormat format, parse_format(format_name));
+  LoadOptions load;
+  load.weight_format = format;
+  ZL_ASSIGN_OR_RETURN(ModelSource source, open_model(o.model, load));
+  ModelConfig& c = source.config;
+  const int max_batch = std::max(o.prompt, *std::max_element(o.batches.begin(), o.batches.end()) * 16);
+  c.max_seq_len = std::min(c.max_seq_len, o.prompt + o.steps + 64);
+  ZL_ASSIGN_OR_RETURN(ModelWeights weights, load_model_weights(source));
+  const int64_t weight_bytes = weights.matrix_bytes();
+  const int64_t params = config_num_params(c) - (c.tie_word_embeddings ? 0 : int64_t{c.vocab_size} * c.dim);
+  ThreadPool pool(o.threads);
+  LlamaModel model(c, weights, pool, max_batch);
+  constexpr int32_t kBlockSize = 16;
+  const int32_t blocks_per_seq = (c.max_seq_len + kBlockSize - 1) / kBlockSize;
+  const int max_seqs = *std::max_element(o.batches.begin(), o.batches.end());
+  ZL_ASSIGN_OR_RETURN(auto cache, KvCache::create(c, blocks_per_seq * max_seqs, kBlockSize));
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_seqs));
+  for (int s = 0; s < max_seqs; ++s)
+    for (int b = 0; b < blocks_per_seq; ++b) tables[static_cast<size_t>(s)].push_back(s * blocks_per_seq + b);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> token(0, std::min(c.vocab_size, 256) - 1);
+  std::vector<float> logits(static_cast<size_t>(max_batch) * c.vocab_size);
+
+  // Prefill: one chunk of o.prompt tokens from position 0.
+  std::vector<int32_t> prompt(static_cast<size_t>(o.prompt));
+  for (int32_t& t : prompt) t = token(rng);
+  std::vector<double> prefill_s;
+  for (int run = 0; run <= o.runs; ++run) {
+    SeqChunk chunk{0, o.prompt, 0, tables[0]};
+    int32_t last = o.prompt - 1;
+    auto start = std::chrono::steady_clock::now();
+    ZL_RETURN_IF_ERROR(model.forward({prompt, {&chunk, 1}, {&last, 1}}, *cache, logits.data()));
+    if (run > 0) prefill_s.push_back(seconds_since(start));  // run 0 warms up
+  }
+  print_line(o, format_name, "prefill", 1, o.prompt, prefill_s, weight_bytes, params);
+
+  for (int batch : o.batches) {
+    std::vector<double> decode_s;
+    for (int run = 0; run <= o.runs; ++run) {
+      // 16-token prompts for every sequence, untimed.
+      std::vector<int32_t> toks(static_cast<size_t>(batch) * 16);
+      for (int32_t& t : toks) t = token(rng);
+      std::vector<SeqChunk> chunks;
+      std::vector<int32_t> rows;
+      for (int s = 0; s < batch; ++s) {
+        chunks.push_back({s * 16, 16, 0, tables[static_cast<size_t>(s)]});
+        rows.push_back(s * 16 + 15);
+      }
+      ZL_RETURN_IF_ERROR(model.forward({toks, chunks, rows}, *cache, logits.data()));
+      auto start = std::chrono::steady_clock::now();
+      for (int step = 0; step < o.steps; ++step) {
+        std::vector<int32_t> step_tokens(static_cast<size_t>(batch));
+        for (int32_t& t : step_tokens) t = token(rng);
+        chunks.clear();
+        rows.clear();
+        for (int s = 0; s < batch; ++s) {
+          chunks.push_back({s, 1, 16 + step, tables[static_cast<size_t>(s)]});
+          rows.push_back(s);
+        }
+        ZL_RETURN_IF_ERROR(model.forward({step_tokens, chunks, rows}, *cache, logits.data()));
+      }
+      if (run > 0) decode_s.push_back(seconds_since(start));
+    }
+    print_line(o, format_name, "decode", batch, batch * o.steps, decode_s, weight_bytes, params);
+  }
+  return ok_status();
+}
+
+}  // namespace
+}  // namespace zl::bench
+
+int main(int argc, char** argv) {
+  zl::bench::Options o;
+  CLI::App app{"Decode and prefill tokens/s per weight format, as JSON lines"};
+  app.add_option("--model", o.model);
+  app.add_option("--formats", o.formats, "f32, f16, bf16, int8, q8_0, q4_0, or stored (as the file has it)")
+      ->delimiter(',');
+  app.add_option("--batches", o.batches)->delimiter(',');
+  app.add_option("--threads", o.threads);
+  app.add_option("--runs", o.runs)->check(CLI::Range(1, 100));
+  app.add_option("--steps", o.steps)->check(CLI::Range(1, 4096));
+  app.add_option("--prompt", o.prompt)->check(CLI::Range(16, 8192));
+  app.add_option("--bandwidth-gbs", o.bandwidth_gbs, "Read bandwidth; 0 measures it (1 GiB, 10 sweeps, median)");
+  CLI11_PARSE(app, argc, argv);
+  if (o.threads <= 0) o.threads = zl::default_num_threads();
+  if (o.bandwidth_gbs <= 0) {
+    zl::bench::BandwidthProbe probe;
+    probe.sweep(o.threads);
+    std::vector<double> gbs;
+    for (int r = 0; r < 10; ++r) gbs.push_back(probe.sweep(o.threads));
+    zl::bench::Summary s = zl::bench::summarize(gbs);
+    o.bandwidth_gbs = s.median;
+    std::printf("{\"bench\":\"bandwidth\",\"threads\":%d,\"gbs_min\":%.2f,\"gbs_median\":%.2f,\"gbs_max\":%.2f}\n",
+                o.threads, s.min, s.median, s.max);
+  }
+  for (const std::string& f : o.formats) {
+    zl::Status s = zl::bench::bench_format(o, f);
+    if (!s.ok()) {
+      std::fprintf(stderr, "error: %s: %s\n", f.c_str(), s.message().c_str());
+      return 1;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,67 @@
+// Kernel-level matmul speed per weight format, ISA and token count, as JSON
+// lines: GB/s of weights streamed and GFLOP/s. The sweep the forward-pass
+// numbers of decode_bench are explained by.
+// Usage: matmul_bench [--rows 8192] [--cols 2048] [--tokens 1,8,64,512] [--threads 2] [--runs 5]
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "bandwidth_probe.h"
+#include "kernels/cpu/matmul.h"
+#include "model/weights.h"
+
+int main(int argc, char** argv) {
+  int64_t rows = 8192, cols = 2048;
+  std::vector<int> tokens = {1, 8, 64, 512};
+  std::vector<std::string> formats = {"f32", "bf16", "f16", "int8", "q8_0", "q4_0"};
+  int threads = zl::default_num_threads(), runs = 5;
+  CLI::App app{"matmul kernel sweep"};
+  app.add_option("--rows", rows);
+  app.add_option("--cols", cols);
+  app.add_option("--tokens", tokens)->delimiter(',');
+  app.add_option("--formats", formats)->delimiter(',');
+  app.add_option("--threads", threads);
+  app.add_option("--runs", runs);
+  CLI11_PARSE(app, argc, argv);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  // One f32 matrix, converted per format through the loader's own path.
+  zl::ModelWeights storage;
+  float* wf = storage.allocate(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) wf[i] = u(rng);
+  zl::ThreadPool pool(threads);
+  const int max_tokens = *std::max_element(tokens.begin(), tokens.end());
+  std::vector<float> x(static_cast<size_t>(max_tokens * cols)), y(static_cast<size_t>(max_tokens * rows));
+  for (float& v : x) v = u(rng);
+  for (const std::string& name : formats) {
+    zl::WeightFormat f;
+    zl::Status s = name == "int8" || name == "q8_0" || name == "q4_0" ? zl::parse_quantization_flag(name, f)
+                                                                     : zl::parse_dtype_flag(name, f);
+    if (!s.ok()) return 1;
+    zl::TensorIndex index;
+    zl::TensorInfo info;
+    info.name = "w";
+    info.shape = {rows, cols};
+    info.data = reinterpret_cast<const uint8_t*>(wf);
+    info.num_bytes = static_cast<uint64_t>(rows * cols * 4);
+    auto w = zl::convert_matrix(info, f, storage);
+    if (!w.ok()) return 1;
+    for (int t : tokens) {
+      std::vector<double> secs;
+      for (int r = 0; r <= runs; ++r) {
+        auto start = std::chrono::steady_clock::now();
+        zl::cpu::matmul(pool, x.data(), *w, nullptr, y.data(), t);
+        double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (r > 0) secs.push_back(sec);
+      }
+      auto sm = zl::bench::summarize(secs);
+      std::printf("{\"format\":\"%s\",\"isa\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"tokens\":%d,\"ms_min\":%.3f,"
+                  "\"ms_median\":%.3f,\"weight_gbs\":%.2f,\"gflops\":%.1f}\n",
+                  name.c_str(), zl::cpu::isa_name(zl::cpu::active_isa()), (long long)rows, (long long)cols, t,
+                  sm.min * 1e3, sm.median * 1e3, w->num_bytes() / sm.min / 1e9, 2.0 * rows * cols * t / sm.min / 1e9);
+    }
+  }
+  return 0;
+}

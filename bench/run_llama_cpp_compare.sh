@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Dev-only: builds llama.cpp's llama-bench from the llama-cpp-python source
+# distribution on PyPI (never committed here) and runs it beside our
+# decode_bench on the same GGUF files, same thread count.
+#
+#   bench/run_llama_cpp_compare.sh build              # download + build into $LCP_DIR
+#   bench/run_llama_cpp_compare.sh run FILE.gguf ...  # llama-bench -p 512 -n 128 -t 2 -r 3 -o jsonl
+#
+# Write the GGUF files first, e.g.
+#   zerolayer convert --model dummy:llama-1b --quantization q4_0 --out /tmp/l1b.q4_0.gguf
+set -euo pipefail
+LCP_DIR=${LCP_DIR:-/tmp/lcp}
+THREADS=${THREADS:-2}
+case "${1:-}" in
+  build)
+    mkdir -p "$LCP_DIR"
+    if ! ls "$LCP_DIR"/llama_cpp_python-0.3.36.tar.gz >/dev/null 2>&1; then
+      pip download --no-binary :all: --no-deps llama-cpp-python==0.3.36 -d "$LCP_DIR"
+    fi
+    if [ ! -d "$LCP_DIR/src" ]; then
+      mkdir -p "$LCP_DIR/src" && tar -xzf "$LCP_DIR"/llama_cpp_python-0.3.36.tar.gz -C "$LCP_DIR/src" --strip-components=1
+    fi
+    cmake -S "$LCP_DIR/src/vendor/llama.cpp" -B "$LCP_DIR/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DGGML_NATIVE=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+      -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF
+    cmake --build "$LCP_DIR/build" -j"${JOBS:-2}" --target llama-bench
+    ;;
+  run)
+    shift
+    for f in "$@"; do
+      "$LCP_DIR/build/bin/llama-bench" -m "$f" -p 512 -n 128 -t "$THREADS" -r "${REPS:-3}" -o jsonl
+    done
+    ;;
+  *)
+    echo "usage: $0 build | run FILE.gguf..." >&2
+    exit 2
+    ;;
+esac
