@@ -21,6 +21,7 @@
 
 #include "core/status.h"
 #include "engine/kv_pool.h"
+#include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
 
 namespace zl {
@@ -74,12 +75,16 @@ class Engine {
   EngineStats stats();
 
   struct ModelInfo {
-    std::string name;
+    std::string name;                 // the model spec as given
+    bool is_directory = false;        // a Hugging Face folder (chat templates live there)
+    std::string gguf_chat_template;   // tokenizer.chat_template from a GGUF file, if any
     int32_t vocab_size = 0;
     int32_t max_seq_len = 0;
     int32_t kv_capacity_tokens = 0;
   };
   const ModelInfo& model_info() const;
+  // The model's tokenizer: immutable, safe to use from any thread.
+  const Tokenizer& tokenizer() const;
 
   class Impl;
 

@@ -132,6 +132,8 @@ Status Engine::Impl::load() {
   core = std::make_unique<EngineCore>(config, *model, *cache, std::move(eos));
   fingerprint = model_fingerprint(source);
   info.name = config.model;
+  info.is_directory = source.format == ModelFormat::kHuggingFace;
+  info.gguf_chat_template = source.chat_template;
   info.vocab_size = mc.vocab_size;
   info.max_seq_len = mc.max_seq_len;
   info.kv_capacity_tokens = static_cast<int32_t>(num_blocks * config.block_size);
@@ -250,6 +252,8 @@ EngineStats Engine::stats() {
 }
 
 const Engine::ModelInfo& Engine::model_info() const { return impl_->info; }
+
+const Tokenizer& Engine::tokenizer() const { return *impl_->source.tokenizer; }
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
