@@ -1,0 +1,179 @@
+// The public engine API on dummy:tiny: what submit rejects (and why), abort
+// in each state, priorities, stop rules, and that every accepted request gets
+// exactly one terminal event with its KV memory back in the pool.
+#include "zerolayer/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "collecting_sink.h"
+
+namespace zl {
+namespace {
+
+std::unique_ptr<Engine> make_engine(int max_num_seqs = 8, int64_t kv_bytes = 8 << 20) {
+  EngineConfig config;
+  config.model = "dummy:tiny";
+  config.num_threads = 1;
+  config.max_num_seqs = max_num_seqs;
+  config.max_num_batched_tokens = 64;
+  config.kv_cache_bytes = kv_bytes;
+  auto engine = Engine::create(config);
+  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
+  return std::move(*engine);
+}
+
+Request greedy(std::vector<int32_t> prompt, int max_new, std::shared_ptr<test::CollectingSink> sink) {
+  Request r;
+  r.prompt_ids = std::move(prompt);
+  r.max_new_tokens = max_new;
+  r.sampling.temperature = 0.0f;
+  r.sink = std::move(sink);
+  return r;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { engine_ = make_engine().release(); }
+  static void TearDownTestSuite() { delete engine_; }
+  static Engine* engine_;
+};
+Engine* EngineTest::engine_ = nullptr;
+
+TEST_F(EngineTest, SubmitRejectsBadRequestsNamingTheField) {
+  auto sink = std::make_shared<test::CollectingSink>();
+  auto expect_rejected = [&](Request r, const std::string& needle) {
+    auto id = engine_->submit(std::move(r));
+    ASSERT_FALSE(id.ok()) << needle;
+    EXPECT_NE(id.status().message().find(needle), std::string::npos) << id.status().message();
+  };
+  expect_rejected(greedy({}, 4, sink), "prompt");
+  expect_rejected(greedy({1, 600}, 4, sink), "token id 600");
+  expect_rejected(greedy({1, 2}, 0, sink), "max_new_tokens");
+  expect_rejected(greedy({1, 2}, 4, nullptr), "sink");
+  Request nan = greedy({1, 2}, 4, sink);
+  nan.sampling.temperature = std::numeric_limits<float>::quiet_NaN();
+  expect_rejected(std::move(nan), "temperature");
+  Request bad_prob = greedy({1, 2}, 4, sink);
+  bad_prob.min_token_prob = 2.0f;
+  expect_rejected(std::move(bad_prob), "min_token_prob");
+  expect_rejected(greedy(std::vector<int32_t>(1024, 5), 4, sink), "context");
+  EXPECT_EQ(sink->num_finish_events, 0);  // rejected requests send no event
+}
+
+TEST_F(EngineTest, ImpossibleRequestIsRejectedAtSubmit) {
+  // 64 KiB of KV holds 32 tokens of dummy:tiny (2 KiB per token).
+  auto small = make_engine(4, 64 << 10);
+  auto sink = std::make_shared<test::CollectingSink>();
+  auto id = small->submit(greedy({1, 2, 3}, 100, sink));
+  ASSERT_FALSE(id.ok());
+  EXPECT_NE(id.status().message().find("KV pool holds"), std::string::npos) << id.status().message();
+  EXPECT_TRUE(small->submit(greedy({1, 2, 3}, 20, sink)).ok());
+  ASSERT_TRUE(sink->wait());
+  EXPECT_EQ(sink->finish.reason, FinishReason::kLength);
+}
+
+TEST_F(EngineTest, GreedyRequestFinishesOnceWithLengthAndTimings) {
+  auto sink = std::make_shared<test::CollectingSink>();
+  ASSERT_TRUE(engine_->submit(greedy({256, 10, 20, 30}, 12, sink)).ok());
+  ASSERT_TRUE(sink->wait());
+  EXPECT_EQ(sink->num_finish_events, 1);
+  EXPECT_EQ(sink->tokens.size(), 12u);
+  EXPECT_EQ(sink->finish.reason, FinishReason::kLength);
+  EXPECT_EQ(sink->finish.num_prompt_tokens, 4);
+  EXPECT_EQ(sink->finish.num_generated_tokens, 12);
+  const RequestTimings& t = sink->finish.timings;
+  EXPECT_GT(t.first_token_s, 0.0);
+  EXPECT_GE(t.finish_s, t.first_token_s);
+  EXPECT_LE(t.queue_s, t.first_token_s);
+  EngineStats stats = engine_->stats();
+  EXPECT_EQ(stats.kv.num_used_blocks, 0);
+}
+
+TEST_F(EngineTest, TextPromptIsTokenizedWithBos) {
+  auto sink = std::make_shared<test::CollectingSink>();
+  Request r = greedy({}, 3, sink);
+  r.prompt_text = "hi";
+  ASSERT_TRUE(engine_->submit(std::move(r)).ok());
+  ASSERT_TRUE(sink->wait());
+  EXPECT_EQ(sink->finish.num_prompt_tokens, 3);  // <s> h i
+}
+
+TEST_F(EngineTest, AbortEndsARunningRequestOnce) {
+  auto sink = std::make_shared<test::CollectingSink>();
+  auto id = engine_->submit(greedy({256, 1}, 500, sink));
+  ASSERT_TRUE(id.ok());
+  engine_->abort(*id);
+  ASSERT_TRUE(sink->wait());
+  EXPECT_EQ(sink->finish.reason, FinishReason::kAborted);
+  engine_->abort(*id);  // already finished: no second event
+  engine_->abort(987654);  // unknown: ignored
+  EngineStats stats = engine_->stats();
+  EXPECT_EQ(sink->num_finish_events, 1);
+  EXPECT_EQ(stats.kv.num_used_blocks, 0);
+  EXPECT_EQ(stats.num_running, 0);
+}
+
+TEST_F(EngineTest, MinTokenProbStopsEarly) {
+  auto sink = std::make_shared<test::CollectingSink>();
+  Request r = greedy({256, 7, 8}, 50, sink);
+  r.sampling.temperature = 1.0f;
+  r.sampling.has_seed = true;
+  r.min_token_prob = 0.999f;  // a random model is never that sure
+  ASSERT_TRUE(engine_->submit(std::move(r)).ok());
+  ASSERT_TRUE(sink->wait());
+  EXPECT_EQ(sink->finish.reason, FinishReason::kStop);
+  EXPECT_EQ(sink->finish.stop_detail, "min_token_prob");
+  EXPECT_EQ(sink->tokens.size(), 0u);
+}
+
+TEST_F(EngineTest, StopTokenIdsAndIgnoreEos) {
+  // Find the first greedy token, then ask to stop on it.
+  auto probe = std::make_shared<test::CollectingSink>();
+  ASSERT_TRUE(engine_->submit(greedy({256, 42}, 1, probe)).ok());
+  ASSERT_TRUE(probe->wait());
+  ASSERT_EQ(probe->tokens.size(), 1u);
+  auto sink = std::make_shared<test::CollectingSink>();
+  Request r = greedy({256, 42}, 10, sink);
+  r.stop_token_ids = {probe->tokens[0]};
+  ASSERT_TRUE(engine_->submit(std::move(r)).ok());
+  ASSERT_TRUE(sink->wait());
+  EXPECT_EQ(sink->finish.reason, FinishReason::kStop);
+  EXPECT_EQ(sink->finish.stop_detail, "eos");
+  EXPECT_TRUE(sink->tokens.empty());
+}
+
+TEST_F(EngineTest, SeededSamplingIsReproducible) {
+  auto run = [&] {
+    auto sink = std::make_shared<test::CollectingSink>();
+    Request r = greedy({256, 3, 4, 5}, 20, sink);
+    r.sampling.temperature = 0.8f;
+    r.sampling.top_p = 0.9f;
+    r.sampling.has_seed = true;
+    r.sampling.seed = 99;
+    EXPECT_TRUE(engine_->submit(std::move(r)).ok());
+    EXPECT_TRUE(sink->wait());
+    return sink->tokens;
+  };
+  EXPECT_EQ(run(), run());
+}
+
+TEST(EngineShutdownTest, DestroyingTheEngineAbortsWhatIsInFlight) {
+  std::vector<std::shared_ptr<test::CollectingSink>> sinks;
+  {
+    auto engine = make_engine(2);
+    for (int i = 0; i < 6; ++i) {
+      sinks.push_back(std::make_shared<test::CollectingSink>());
+      ASSERT_TRUE(engine->submit(greedy({256, i}, 1000, sinks.back())).ok());
+    }
+  }
+  for (auto& sink : sinks) {
+    EXPECT_EQ(sink->num_finish_events, 1);
+    EXPECT_EQ(sink->finish.reason, FinishReason::kAborted);
+  }
+}
+
+}  // namespace
+}  // namespace zl
