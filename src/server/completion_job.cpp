@@ -1,0 +1,234 @@
+#include "server/completion_job.h"
+
+#include <thread>
+
+#include "server/sse.h"
+
+namespace zl::server {
+
+bool PostGate::enter() {
+  num_inside_.fetch_add(1);
+  if (open_.load()) return true;
+  num_inside_.fetch_sub(1);
+  return false;
+}
+
+void PostGate::leave() { num_inside_.fetch_sub(1); }
+
+void PostGate::close() {
+  open_.store(false);
+  while (num_inside_.load() != 0) std::this_thread::yield();
+}
+
+void JobRegistry::add(const std::shared_ptr<CompletionJob>& job) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  jobs_[job.get()] = job;
+}
+
+void JobRegistry::remove(const CompletionJob* job) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  jobs_.erase(job);
+}
+
+void JobRegistry::abort_all() {
+  std::vector<std::shared_ptr<CompletionJob>> live;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [ptr, weak] : jobs_)
+      if (auto job = weak.lock()) live.push_back(std::move(job));
+  }
+  for (auto& job : live) job->request_abort();
+}
+
+size_t JobRegistry::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t n = 0;
+  for (auto& [ptr, weak] : jobs_) n += weak.expired() ? 0 : 1;
+  return n;
+}
+
+struct CompletionJob::Node {
+  Node* next = nullptr;
+  size_t choice = 0;
+  bool is_finish = false;
+  TokenEvent token;
+  FinishEvent finish;
+};
+
+class CompletionJob::Sink : public EventSink {
+ public:
+  Sink(std::weak_ptr<CompletionJob> job, size_t choice) : job_(std::move(job)), choice_(choice) {}
+  void on_token(const TokenEvent& event) override {
+    if (auto job = job_.lock()) job->push(new Node{nullptr, choice_, false, event, {}});
+  }
+  void on_finish(const FinishEvent& event) override {
+    if (auto job = job_.lock()) job->push(new Node{nullptr, choice_, true, {}, event});
+  }
+
+ private:
+  std::weak_ptr<CompletionJob> job_;
+  size_t choice_;
+};
+
+CompletionJob::CompletionJob(JobContext context, std::shared_ptr<ResponseWriter> writer, CompletionRequest request,
+                             ResponseMeta meta)
+    : context_(std::move(context)),
+      writer_(std::move(writer)),
+      request_(std::move(request)),
+      meta_(std::move(meta)),
+      tokenizer_(context_.engine->tokenizer()) {}
+
+CompletionJob::~CompletionJob() {
+  Node* node = head_.exchange(nullptr);
+  while (node) {
+    Node* next = node->next;
+    delete node;
+    node = next;
+  }
+}
+
+void CompletionJob::start() {
+  const size_t n = static_cast<size_t>(request_.n);
+  const size_t total = request_.prompts.size() * n;
+  choices_.resize(total);
+  finished_.assign(total, 0);
+  context_.registry->add(shared_from_this());
+  for (size_t index = 0; index < total; ++index) {
+    Request r = make_engine_request(request_, index / n, static_cast<int32_t>(index % n));
+    r.sink = std::make_shared<Sink>(weak_from_this(), index);
+    StatusOr<RequestId> id = context_.engine->submit(std::move(r));
+    if (!id.ok()) {
+      done_ = true;
+      for (RequestId submitted : ids_) context_.engine->abort(submitted);
+      ApiError error = submit_error(id.status());
+      HttpHeaders headers;
+      if (error.http_status == 503) headers.emplace_back("Retry-After", "1");
+      writer_->respond(error.http_status, "application/json", error_body(error), std::move(headers));
+      context_.registry->remove(this);
+      return;
+    }
+    ids_.push_back(*id);
+  }
+  writer_->set_on_close([self = shared_from_this()] { self->on_disconnect(); });
+  if (request_.stream) writer_->begin_stream();
+}
+
+void CompletionJob::request_abort() {
+  writer_->post([self = shared_from_this()] { self->abort_unfinished(); });
+}
+
+void CompletionJob::abort_unfinished() {
+  for (size_t i = 0; i < ids_.size(); ++i)
+    if (!finished_[i]) context_.engine->abort(ids_[i]);
+}
+
+void CompletionJob::on_disconnect() {
+  if (done_) return;
+  context_.num_disconnects->fetch_add(1, std::memory_order_relaxed);
+  abort_unfinished();
+}
+
+void CompletionJob::push(Node* node) {
+  node->next = head_.load(std::memory_order_relaxed);
+  while (!head_.compare_exchange_weak(node->next, node, std::memory_order_release, std::memory_order_relaxed)) {
+  }
+  if (drain_posted_.exchange(true, std::memory_order_acq_rel)) return;
+  if (!context_.gate->enter()) return;
+  writer_->post([self = shared_from_this()] { self->drain(); });
+  context_.gate->leave();
+}
+
+void CompletionJob::drain() {
+  // Cleared before taking the list: an event pushed after this posts again.
+  drain_posted_.store(false, std::memory_order_release);
+  Node* node = head_.exchange(nullptr, std::memory_order_acquire);
+  Node* ordered = nullptr;  // the stack is newest first
+  while (node) {
+    Node* next = node->next;
+    node->next = ordered;
+    ordered = node;
+    node = next;
+  }
+  while (ordered) {
+    Node* next = ordered->next;
+    apply(*ordered);
+    delete ordered;
+    ordered = next;
+  }
+  if (done_) return;
+  const bool all_finished = num_finished_ == choices_.size();
+  if (writer_->is_closed()) {
+    if (all_finished) complete();
+    return;
+  }
+  if (request_.stream) {
+    write_stream_pieces();
+    if (!all_finished) return;
+    if (request_.include_usage) writer_->write_raw(sse_chunk(usage_chunk(meta_, prompt_tokens_, completion_tokens_)));
+    writer_->write_raw(sse_done_chunk());
+    writer_->end_stream();
+    complete();
+  } else if (all_finished) {
+    answer_whole();
+    complete();
+  }
+}
+
+void CompletionJob::apply(Node& node) {
+  if (done_ || node.choice >= choices_.size()) return;
+  ChoiceOutput& c = choices_[node.choice];
+  if (!node.is_finish) {
+    c.text += node.token.text;
+    c.token_ids.push_back(node.token.token);
+    if (request_.want_logprobs) {
+      c.token_logprobs.push_back(node.token.logprob);
+      c.top_logprobs.push_back(std::move(node.token.top_logprobs));
+    }
+    return;
+  }
+  if (finished_[node.choice]) return;
+  c.text += node.finish.remaining_text;
+  finished_[node.choice] = 1;
+  ++num_finished_;
+  completion_tokens_ += node.finish.num_generated_tokens;
+  if (node.choice % static_cast<size_t>(request_.n) == 0) prompt_tokens_ += node.finish.num_prompt_tokens;
+  c.finish = std::move(node.finish);
+}
+
+void CompletionJob::write_stream_pieces() {
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    ChoiceOutput& c = choices_[i];
+    if (c.text.empty() && c.token_ids.empty() && !c.finish) continue;
+    if (c.finish && c.finish->reason == FinishReason::kError) {
+      ApiError error{500, "generation failed: " + c.finish->stop_detail, "server_error", "", ""};
+      writer_->write_raw(sse_chunk(error_body(error)));
+    } else {
+      writer_->write_raw(sse_chunk(completion_chunk(meta_, static_cast<int32_t>(i), c, request_, tokenizer_)));
+    }
+    c.text_offset += static_cast<int64_t>(c.text.size());
+    c.text.clear();
+    c.token_ids.clear();
+    c.token_logprobs.clear();
+    c.top_logprobs.clear();
+    c.finish.reset();
+  }
+}
+
+void CompletionJob::answer_whole() {
+  for (const ChoiceOutput& c : choices_) {
+    if (c.finish && c.finish->reason == FinishReason::kError) {
+      ApiError error{500, "generation failed: " + c.finish->stop_detail, "server_error", "", ""};
+      writer_->respond(500, "application/json", error_body(error));
+      return;
+    }
+  }
+  writer_->respond(200, "application/json", completion_body(meta_, request_, choices_, tokenizer_));
+}
+
+void CompletionJob::complete() {
+  done_ = true;
+  context_.registry->remove(this);
+  writer_->set_on_close({});  // cuts the job <-> connection cycle
+}
+
+}  // namespace zl::server

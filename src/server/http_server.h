@@ -1,0 +1,62 @@
+// zerolayer's HTTP/1.1 server: the OpenAI-compatible API over the engine.
+//
+// Asynchronous (Boost.Beast over Asio): a few I/O threads hold any number of
+// keep-alive connections and SSE streams; each connection runs on its own
+// strand and never waits for the engine (completion_job.h hands engine events
+// across). The server listens before the model has loaded: until
+// attach_engine(), /health answers 503 "loading" and the API routes 503.
+//
+// Routes: POST /v1/completions, POST /v1/chat/completions (501 until chat is
+// wired), GET /v1/models, GET /health, GET /metrics, POST /tokenize,
+// POST /detokenize. With an API key, every route but /health wants
+// "Authorization: Bearer <key>". Errors use OpenAI's error shape.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace zl {
+class Engine;
+}
+
+namespace zl::server {
+
+struct HttpServerConfig {
+  std::string host = "127.0.0.1";
+  int32_t port = 8000;                     // 0: any free port (port() says which)
+  int32_t num_io_threads = 2;
+  std::string api_key;                     // "": no authentication
+  std::string served_model_name;           // "": the model spec as given
+  uint64_t max_body_bytes = 16ull << 20;   // larger bodies get 413 before they are read
+  double health_timeout_s = 10.0;          // an engine loop silent this long is stalled
+  double idle_timeout_s = 120.0;           // idle keep-alive connections are closed
+  int32_t max_stop_strings = 64;
+};
+
+class HttpServer {
+ public:
+  // Binds and listens, and starts the I/O threads.
+  static StatusOr<std::unique_ptr<HttpServer>> start(const HttpServerConfig& config);
+  ~HttpServer();  // shutdown(0) if not done yet
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int32_t port() const;
+  // Once, after the model has loaded. The engine must outlive the server's shutdown().
+  void attach_engine(Engine& engine);
+  // Stops accepting, aborts the requests in flight (streams get their final
+  // chunk and [DONE]), waits up to timeout_s for those responses to go out,
+  // then closes every connection and joins the I/O threads.
+  void shutdown(double timeout_s);
+
+  class Impl;
+
+ private:
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zl::server

@@ -1,0 +1,502 @@
+#include "server/openai_api.h"
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace zl::server {
+namespace {
+
+using nlohmann::json;
+using OptError = std::optional<ApiError>;
+
+ApiError bad(std::string param, std::string message, std::string code = "") {
+  ApiError e;
+  e.message = std::move(message);
+  e.param = std::move(param);
+  e.code = std::move(code);
+  return e;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// The last object key before byte `pos`: a parse error (NaN, Infinity,
+// ill-formed UTF-8 inside a value) can then name the field it happened in.
+// A heuristic over raw bytes; "" when nothing key-like precedes.
+std::string key_before(std::string_view body, size_t pos) {
+  pos = std::min(pos, body.size());
+  for (size_t i = pos; i-- > 0;) {
+    if (body[i] != ':') continue;
+    size_t j = i;
+    while (j > 0 && std::isspace(static_cast<unsigned char>(body[j - 1]))) --j;
+    if (j < 2 || body[j - 1] != '"') continue;
+    size_t start = body.rfind('"', j - 2);
+    if (start == std::string_view::npos || j - 1 - start > 64) return "";
+    return std::string(body.substr(start + 1, j - 2 - start));
+  }
+  return "";
+}
+
+// Nesting beyond this is refused before parsing: no request needs it, and it
+// bounds the parser's and destructor's work on hostile bodies.
+constexpr int kMaxJsonDepth = 64;
+
+OptError check_depth(std::string_view body) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return bad("", str_cat("the request body nests deeper than ", kMaxJsonDepth, " levels"));
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+OptError parse_object(std::string_view body, json& out) {
+  if (OptError e = check_depth(body)) return e;
+  try {
+    out = json::parse(body.begin(), body.end());
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    size_t bracket = what.find("] ");
+    if (bracket != std::string::npos) what = what.substr(bracket + 2);
+    std::string key = key_before(body, e.byte > 0 ? e.byte - 1 : 0);
+    return bad(key, "the request body is not valid JSON" + (key.empty() ? "" : " (in field '" + key + "')") + ": " + what,
+               "invalid_json");
+  } catch (const std::exception& e) {
+    return bad("", std::string("the request body is not valid JSON: ") + e.what(), "invalid_json");
+  }
+  if (!out.is_object()) return bad("", "the request body must be a JSON object", "invalid_json");
+  return std::nullopt;
+}
+
+const json* find(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+OptError read_int(const json& j, const char* key, int64_t lo, int64_t hi, int64_t& out) {
+  const json* v = find(j, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) return bad(key, str_cat(key, " must be an integer"));
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
+    return bad(key, str_cat(key, " must be in [", lo, ", ", hi, "], got ", v->get<uint64_t>()));
+  int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi) return bad(key, str_cat(key, " must be in [", lo, ", ", hi, "], got ", x));
+  out = x;
+  return std::nullopt;
+}
+
+template <typename T>
+OptError read_int_as(const json& j, const char* key, int64_t lo, int64_t hi, T& out) {
+  int64_t x = out;
+  if (OptError e = read_int(j, key, lo, hi, x)) return e;
+  out = static_cast<T>(x);
+  return std::nullopt;
+}
+
+// lo_open: the lower bound itself is excluded.
+OptError read_float(const json& j, const char* key, double lo, double hi, bool lo_open, float& out) {
+  const json* v = find(j, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return bad(key, str_cat(key, " must be a number"));
+  double x = v->get<double>();
+  bool below = lo_open ? !(x > lo) : !(x >= lo);
+  if (!std::isfinite(x) || below || x > hi)
+    return bad(key, str_cat(key, " must be in ", lo_open ? "(" : "[", lo, ", ", hi, "], got ", v->dump()));
+  out = static_cast<float>(x);
+  return std::nullopt;
+}
+
+OptError read_bool(const json& j, const char* key, bool& out) {
+  const json* v = find(j, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return bad(key, str_cat(key, " must be true or false"));
+  out = v->get<bool>();
+  return std::nullopt;
+}
+
+OptError read_string(const json& j, const char* key, size_t max_bytes, std::string& out) {
+  const json* v = find(j, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return bad(key, str_cat(key, " must be a string"));
+  out = v->get<std::string>();
+  if (out.size() > max_bytes) return bad(key, str_cat(key, " is longer than ", max_bytes, " bytes"));
+  return std::nullopt;
+}
+
+OptError check_prompt_length(size_t num_tokens, const ApiLimits& limits) {
+  if (num_tokens == 0) return bad("prompt", "prompt must not be empty");
+  if (num_tokens >= static_cast<size_t>(limits.max_seq_len))
+    return bad("prompt",
+               str_cat("prompt: ", num_tokens, " tokens do not fit the context of ", limits.max_seq_len,
+                       " tokens (max_model_len), which must also hold at least one new token"),
+               "context_length_exceeded");
+  return std::nullopt;
+}
+
+OptError read_token_ids(const json& list, const ApiLimits& limits, std::vector<int32_t>& out) {
+  out.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& v = list[i];
+    if (!v.is_number_integer()) return bad("prompt", str_cat("prompt: token ", i, " is not an integer id"));
+    int64_t id = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
+                                        : v.get<int64_t>();
+    if (id < 0 || id >= limits.vocab_size)
+      return bad("prompt", str_cat("prompt: token id ", id, " at position ", i, " is out of range [0, ",
+                                   limits.vocab_size, ")"));
+    out.push_back(static_cast<int32_t>(id));
+  }
+  return check_prompt_length(out.size(), limits);
+}
+
+OptError add_prompt(const json& p, const Tokenizer& tokenizer, const ApiLimits& limits,
+                    std::vector<std::vector<int32_t>>& out) {
+  std::vector<int32_t> ids;
+  if (p.is_string()) {
+    const std::string& text = p.get_ref<const std::string&>();
+    if (text.empty()) return bad("prompt", "prompt must not be empty");
+    ids = tokenizer.encode(text);
+    if (OptError e = check_prompt_length(ids.size(), limits)) return e;
+  } else if (p.is_array()) {
+    if (OptError e = read_token_ids(p, limits, ids)) return e;
+  } else {
+    return bad("prompt", "prompt must be a string, a list of strings, a list of token ids or a list of token id lists");
+  }
+  out.push_back(std::move(ids));
+  return std::nullopt;
+}
+
+OptError read_prompts(const json& j, const Tokenizer& tokenizer, const ApiLimits& limits,
+                      std::vector<std::vector<int32_t>>& out) {
+  const json* p = find(j, "prompt");
+  if (!p) return bad("prompt", "prompt is required");
+  if (!p->is_array() || (!p->empty() && (*p)[0].is_number())) return add_prompt(*p, tokenizer, limits, out);
+  if (p->empty()) return bad("prompt", "prompt must not be empty");
+  if (p->size() > static_cast<size_t>(limits.max_choices))
+    return bad("prompt", str_cat("prompt may hold at most ", limits.max_choices, " prompts, got ", p->size()));
+  for (const json& item : *p) {
+    if (!item.is_string() && !item.is_array())
+      return bad("prompt", "prompt must be a string, a list of strings, a list of token ids or a list of token id lists");
+    if (OptError e = add_prompt(item, tokenizer, limits, out)) return e;
+  }
+  return std::nullopt;
+}
+
+OptError read_stop(const json& j, const ApiLimits& limits, std::vector<std::string>& out) {
+  const json* v = find(j, "stop");
+  if (!v) return std::nullopt;
+  if (!v->is_string() && !v->is_array()) return bad("stop", "stop must be a string or a list of strings");
+  if (v->is_array() && v->size() > static_cast<size_t>(limits.max_stop_strings))
+    return bad("stop", str_cat("stop may hold at most ", limits.max_stop_strings, " strings, got ", v->size()));
+  auto add = [&](const json& s) -> OptError {
+    if (!s.is_string()) return bad("stop", "stop must be a string or a list of strings");
+    const std::string& text = s.get_ref<const std::string&>();
+    if (text.size() > static_cast<size_t>(limits.max_stop_bytes))
+      return bad("stop", str_cat("stop strings may be at most ", limits.max_stop_bytes, " bytes"));
+    if (!text.empty()) out.push_back(text);
+    return std::nullopt;
+  };
+  if (v->is_string()) return add(*v);
+  for (const json& s : *v)
+    if (OptError e = add(s)) return e;
+  return std::nullopt;
+}
+
+OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest& out) {
+  SamplingParams& s = out.sampling;
+  if (OptError e = read_float(j, "temperature", 0.0, 100.0, false, s.temperature)) return e;
+  if (OptError e = read_float(j, "top_p", 0.0, 1.0, true, s.top_p)) return e;
+  if (OptError e = read_int_as(j, "top_k", -1, INT32_MAX, s.top_k)) return e;
+  if (OptError e = read_float(j, "min_p", 0.0, 1.0, false, s.min_p)) return e;
+  if (OptError e = read_float(j, "presence_penalty", -2.0, 2.0, false, s.presence_penalty)) return e;
+  if (OptError e = read_float(j, "frequency_penalty", -2.0, 2.0, false, s.frequency_penalty)) return e;
+  if (OptError e = read_float(j, "repetition_penalty", 0.0, 10.0, true, s.repetition_penalty)) return e;
+  if (const json* seed = find(j, "seed")) {
+    if (!seed->is_number_integer()) return bad("seed", "seed must be an integer");
+    s.has_seed = true;
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
+  }
+  if (find(j, "logprobs")) {
+    out.want_logprobs = true;
+    if (OptError e = read_int_as(j, "logprobs", 0, 20, s.num_top_logprobs)) return e;
+  }
+  return std::nullopt;
+}
+
+// Fields OpenAI defines that zerolayer does not implement get a clear 400
+// rather than being silently ignored.
+OptError reject_unsupported(const json& j, int32_t n) {
+  if (const json* echo = find(j, "echo")) {
+    if (!echo->is_boolean()) return bad("echo", "echo must be true or false");
+    if (echo->get<bool>()) return bad("echo", "echo=true is not supported; send echo=false or leave it out");
+  }
+  if (const json* best_of = find(j, "best_of"))
+    if (!best_of->is_number_integer() || best_of->get<int64_t>() != n)
+      return bad("best_of", "best_of is not supported (only best_of == n)");
+  if (const json* suffix = find(j, "suffix"))
+    if (!suffix->is_string() || !suffix->get_ref<const std::string&>().empty())
+      return bad("suffix", "suffix is not supported");
+  if (const json* bias = find(j, "logit_bias"))
+    if (!bias->is_object() || !bias->empty()) return bad("logit_bias", "logit_bias is not supported");
+  return std::nullopt;
+}
+
+OptError read_stream(const json& j, CompletionRequest& out) {
+  if (OptError e = read_bool(j, "stream", out.stream)) return e;
+  const json* options = find(j, "stream_options");
+  if (!options) return std::nullopt;
+  if (!options->is_object()) return bad("stream_options", "stream_options must be an object");
+  if (!out.stream) return bad("stream_options", "stream_options is only allowed with stream=true");
+  if (const json* usage = find(*options, "include_usage")) {
+    if (!usage->is_boolean()) return bad("stream_options.include_usage", "stream_options.include_usage must be true or false");
+    out.include_usage = usage->get<bool>();
+  }
+  return std::nullopt;
+}
+
+OptError parse_fields(const json& j, const Tokenizer& tokenizer, const ApiLimits& limits, CompletionRequest& out) {
+  if (OptError e = read_string(j, "model", 1024, out.model)) return e;
+  if (OptError e = read_int_as(j, "n", 1, limits.max_n, out.n)) return e;
+  if (OptError e = read_int_as(j, "max_tokens", 1, limits.max_seq_len, out.max_tokens)) return e;
+  if (OptError e = reject_unsupported(j, out.n)) return e;
+  if (OptError e = read_sampling(j, limits, out)) return e;
+  if (OptError e = read_stop(j, limits, out.stop)) return e;
+  if (OptError e = read_bool(j, "ignore_eos", out.ignore_eos)) return e;
+  if (OptError e = read_stream(j, out)) return e;
+  if (OptError e = read_string(j, "cache_salt", 256, out.cache_salt)) return e;
+  if (OptError e = read_int_as(j, "priority", INT32_MIN, INT32_MAX, out.priority)) return e;
+  if (OptError e = read_float(j, "min_token_prob", 0.0, 1.0, false, out.min_token_prob)) return e;
+  if (OptError e = read_bool(j, "return_token_ids", out.return_token_ids)) return e;
+  // The prompt last: tokenizing is the expensive part, done once the cheap checks passed.
+  if (OptError e = read_prompts(j, tokenizer, limits, out.prompts)) return e;
+  if (out.prompts.size() * static_cast<size_t>(out.n) > static_cast<size_t>(limits.max_choices))
+    return bad("n", str_cat("prompts x n must be at most ", limits.max_choices));
+  return std::nullopt;
+}
+
+json logprobs_json(const ChoiceOutput& piece, const Tokenizer& tokenizer) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
+  int64_t offset = piece.text_offset;
+  for (size_t i = 0; i < piece.token_ids.size(); ++i) {
+    int32_t id = piece.token_ids[i];
+    std::string text = tokenizer.decode(std::span<const int32_t>(&id, 1), false);
+    offsets.push_back(offset);
+    offset += static_cast<int64_t>(text.size());
+    tokens.push_back(std::move(text));
+    token_logprobs.push_back(piece.token_logprobs[i]);
+    json alternatives = json::object();
+    if (i < piece.top_logprobs.size())
+      for (const TokenLogprob& t : piece.top_logprobs[i])
+        alternatives[tokenizer.decode(std::span<const int32_t>(&t.id, 1), false)] = t.logprob;
+    top.push_back(std::move(alternatives));
+  }
+  return json{{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+// llama-server's "timings" names, from the engine's per-request timings.
+json timings_json(const FinishEvent& f) {
+  const RequestTimings& t = f.timings;
+  int32_t prompt_n = f.num_prompt_tokens - f.num_cached_prompt_tokens;
+  double prompt_ms = std::max(0.0, t.first_token_s - t.queue_s) * 1e3;
+  double predicted_ms = std::max(0.0, t.finish_s - t.first_token_s) * 1e3;
+  int32_t predicted_n = f.num_generated_tokens;
+  auto per_token = [](double ms, int32_t n) { return n > 0 ? ms / n : 0.0; };
+  auto per_second = [](double ms, int32_t n) { return ms > 0 ? n * 1e3 / ms : 0.0; };
+  return json{{"cache_n", f.num_cached_prompt_tokens},
+              {"queue_ms", t.queue_s * 1e3},
+              {"prompt_n", prompt_n},
+              {"prompt_ms", prompt_ms},
+              {"prompt_per_token_ms", per_token(prompt_ms, prompt_n)},
+              {"prompt_per_second", per_second(prompt_ms, prompt_n)},
+              {"predicted_n", predicted_n},
+              {"predicted_ms", predicted_ms},
+              {"predicted_per_token_ms", per_token(predicted_ms, predicted_n)},
+              {"predicted_per_second", per_second(predicted_ms, predicted_n)},
+              {"ttft_ms", t.first_token_s * 1e3}};
+}
+
+json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& request, const Tokenizer& tokenizer) {
+  json choice{{"index", index}, {"text", c.text}};
+  choice["logprobs"] = request.want_logprobs ? logprobs_json(c, tokenizer) : json(nullptr);
+  if (request.return_token_ids) choice["token_ids"] = c.token_ids;
+  choice["finish_reason"] = c.finish ? json(finish_reason_string(c.finish->reason)) : json(nullptr);
+  return choice;
+}
+
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
+  return json{{"prompt_tokens", prompt_tokens},
+              {"completion_tokens", completion_tokens},
+              {"total_tokens", prompt_tokens + completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+}
+
+json head_json(const ResponseMeta& meta) {
+  return json{{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created}, {"model", meta.model}};
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_completion_request(std::string_view body, const Tokenizer& tokenizer,
+                                                 const ApiLimits& limits, CompletionRequest& out) {
+  json j;
+  if (OptError e = parse_object(body, j)) return e;
+  try {
+    return parse_fields(j, tokenizer, limits, out);
+  } catch (const std::exception& e) {  // a type slip in a helper must not cross the module boundary
+    return bad("", std::string("invalid request: ") + e.what());
+  }
+}
+
+Request make_engine_request(const CompletionRequest& r, size_t prompt_index, int32_t choice_index) {
+  Request request;
+  request.prompt_ids = r.prompts[prompt_index];
+  request.sampling = r.sampling;
+  if (r.sampling.has_seed) request.sampling.seed = r.sampling.seed + static_cast<uint64_t>(choice_index);
+  request.max_new_tokens = r.max_tokens;
+  request.stop = r.stop;
+  request.ignore_eos = r.ignore_eos;
+  request.cache_salt = r.cache_salt;
+  request.priority = r.priority;
+  request.min_token_prob = r.min_token_prob;
+  return request;
+}
+
+ApiError submit_error(const Status& status) {
+  const std::string& m = status.message();
+  size_t end = 0;
+  while (end < m.size() && (std::isalnum(static_cast<unsigned char>(m[end])) || m[end] == '_')) ++end;
+  std::string param = m.substr(0, end);
+  if (param == "max_new_tokens") param = "max_tokens";
+  if (param == "the" || param == "request") param = "";
+  switch (status.code()) {
+    case StatusCode::kOutOfRange:
+      return bad(param.empty() ? "prompt" : param, m, "context_length_exceeded");
+    case StatusCode::kResourceExhausted:
+      if (m.find("waiting queue") != std::string::npos) {
+        ApiError e = bad("", m, "queue_full");
+        e.http_status = 503;
+        e.type = "server_error";
+        return e;
+      }
+      return bad("max_tokens", m, "kv_cache_exceeded");
+    case StatusCode::kInvalidArgument:
+      return bad(param, m);
+    default: {
+      ApiError e = bad("", m);
+      e.http_status = 500;
+      e.type = "server_error";
+      return e;
+    }
+  }
+}
+
+const char* finish_reason_string(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAborted: return "abort";
+    case FinishReason::kError: return "error";
+  }
+  return "error";
+}
+
+std::string completion_body(const ResponseMeta& meta, const CompletionRequest& request,
+                            std::span<const ChoiceOutput> choices, const Tokenizer& tokenizer) {
+  json j = head_json(meta);
+  json list = json::array();
+  int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceOutput& c = choices[i];
+    json choice = choice_json(static_cast<int32_t>(i), c, request, tokenizer);
+    if (c.finish) {
+      choice["timings"] = timings_json(*c.finish);
+      completion_tokens += c.finish->num_generated_tokens;
+      if (i % static_cast<size_t>(request.n) == 0) {  // each prompt counts once, as OpenAI does
+        prompt_tokens += c.finish->num_prompt_tokens;
+        cached_tokens += c.finish->num_cached_prompt_tokens;
+      }
+    }
+    list.push_back(std::move(choice));
+  }
+  j["choices"] = std::move(list);
+  j["usage"] = usage_json(prompt_tokens, completion_tokens, cached_tokens);
+  if (!choices.empty() && choices[0].finish) j["timings"] = timings_json(*choices[0].finish);
+  return dump(j);
+}
+
+std::string completion_chunk(const ResponseMeta& meta, int32_t index, const ChoiceOutput& piece,
+                             const CompletionRequest& request, const Tokenizer& tokenizer) {
+  json j = head_json(meta);
+  j["choices"] = json::array({choice_json(index, piece, request, tokenizer)});
+  if (piece.finish) j["timings"] = timings_json(*piece.finish);
+  return dump(j);
+}
+
+std::string usage_chunk(const ResponseMeta& meta, int64_t prompt_tokens, int64_t completion_tokens) {
+  json j = head_json(meta);
+  j["choices"] = json::array();
+  j["usage"] = usage_json(prompt_tokens, completion_tokens, 0);
+  return dump(j);
+}
+
+std::string error_body(const ApiError& error) {
+  json e{{"message", error.message}, {"type", error.type}};
+  e["param"] = error.param.empty() ? json(nullptr) : json(error.param);
+  e["code"] = error.code.empty() ? json(nullptr) : json(error.code);
+  return dump(json{{"error", e}});
+}
+
+std::optional<ApiError> tokenize_body(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                      std::string& out) {
+  json j;
+  if (OptError e = parse_object(body, j)) return e;
+  const json* prompt = find(j, "prompt");
+  if (!prompt) return bad("prompt", "prompt is required");
+  if (!prompt->is_string()) return bad("prompt", "prompt must be a string");
+  bool add_special = true;
+  if (OptError e = read_bool(j, "add_special_tokens", add_special)) return e;
+  std::vector<int32_t> ids = tokenizer.encode(prompt->get_ref<const std::string&>(), add_special);
+  out = dump(json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", limits.max_seq_len}});
+  return std::nullopt;
+}
+
+std::optional<ApiError> detokenize_body(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                        std::string& out) {
+  json j;
+  if (OptError e = parse_object(body, j)) return e;
+  const json* tokens = find(j, "tokens");
+  if (!tokens) return bad("tokens", "tokens is required");
+  if (!tokens->is_array()) return bad("tokens", "tokens must be a list of token ids");
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    const json& v = (*tokens)[i];
+    if (!v.is_number_integer()) return bad("tokens", str_cat("tokens: item ", i, " is not an integer id"));
+    int64_t id = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
+                                        : v.get<int64_t>();
+    if (id < 0 || id >= limits.vocab_size)
+      return bad("tokens", str_cat("tokens: token id ", id, " is out of range [0, ", limits.vocab_size, ")"));
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  out = dump(json{{"prompt", tokenizer.decode(ids, false)}});
+  return std::nullopt;
+}
+
+std::string models_body(const std::string& served_name, const std::string& root, int64_t created,
+                        int32_t max_model_len) {
+  json model{{"id", served_name}, {"object", "model"},   {"created", created},
+             {"owned_by", "zerolayer"}, {"root", root}, {"max_model_len", max_model_len}};
+  return dump(json{{"object", "list"}, {"data", json::array({model})}});
+}
+
+}  // namespace zl::server

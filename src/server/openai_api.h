@@ -1,0 +1,117 @@
+// The OpenAI-compatible wire shapes: a JSON body in, a validated
+// CompletionRequest out (every error names its field, as OpenAI's "param"),
+// and the response, stream-chunk, error, tokenize and detokenize bodies out.
+//
+// Pure functions: no sockets, no engine thread, no exceptions escape (all of
+// nlohmann::json's are caught here). Text prompts are tokenized here, on the
+// I/O thread, so n > 1 shares one tokenization and the prompt length is known
+// before anything reaches the engine. Output JSON is dumped with invalid UTF-8
+// replaced (U+FFFD), so a single-token decode can never make dump() throw.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "tokenizer/tokenizer.h"
+#include "zerolayer/request.h"
+
+namespace zl::server {
+
+// A failed request, in OpenAI's error shape {"error": {message, type, param, code}}.
+struct ApiError {
+  int http_status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // the offending field; "" is sent as null
+  std::string code;   // "" is sent as null
+};
+
+// What validation needs to know about the served model.
+struct ApiLimits {
+  int32_t vocab_size = 0;
+  int32_t max_seq_len = 0;
+  int32_t max_stop_strings = 64;
+  int32_t max_stop_bytes = 1024;      // per stop string
+  int32_t max_n = 128;                // choices per prompt
+  int32_t max_choices = 1024;         // prompts x n
+};
+
+struct CompletionRequest {
+  std::string model;                       // as sent; "" when absent
+  std::vector<std::vector<int32_t>> prompts;  // tokenized, one per prompt
+  int32_t n = 1;
+  int32_t max_tokens = 16;                 // OpenAI's default
+  SamplingParams sampling;                 // num_top_logprobs set from "logprobs"
+  bool want_logprobs = false;              // "logprobs" present (0 means the chosen token only)
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  bool stream = false;
+  bool include_usage = false;              // stream_options.include_usage
+  std::string cache_salt;
+  int32_t priority = 0;
+  float min_token_prob = 0.0f;             // zerolayer extension
+  bool return_token_ids = false;           // vLLM extension: choices carry "token_ids"
+};
+
+// Parses and validates a /v1/completions body. On error returns the ApiError
+// and leaves `out` partly filled.
+std::optional<ApiError> parse_completion_request(std::string_view body, const Tokenizer& tokenizer,
+                                                 const ApiLimits& limits, CompletionRequest& out);
+
+// The engine request for choice `choice_index` of prompt `prompt_index`:
+// seeded requests get seed + choice_index so the n choices differ but repeat.
+Request make_engine_request(const CompletionRequest& request, size_t prompt_index, int32_t choice_index);
+
+// Maps an Engine::submit error to the HTTP answer: invalid_argument and
+// out_of_range are 400 (param taken from the message's leading field name),
+// a full waiting queue is 503 (the caller adds Retry-After), a request that
+// can never fit the KV pool is 400.
+ApiError submit_error(const Status& status);
+
+// One choice as it accumulates (streaming: since the last chunk).
+struct ChoiceOutput {
+  std::string text;
+  std::vector<int32_t> token_ids;
+  std::vector<float> token_logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
+  int64_t text_offset = 0;                 // bytes of text before this piece (logprobs.text_offset)
+  std::optional<FinishEvent> finish;
+};
+
+// Identity shared by every body of one response.
+struct ResponseMeta {
+  std::string id;                          // "cmpl-..."
+  int64_t created = 0;                     // unix seconds
+  std::string model;
+};
+
+const char* finish_reason_string(FinishReason reason);
+
+// The full non-streaming body: choices, usage and timings (llama-server's names).
+std::string completion_body(const ResponseMeta& meta, const CompletionRequest& request,
+                            std::span<const ChoiceOutput> choices, const Tokenizer& tokenizer);
+// One streaming chunk for one choice (finish_reason and timings when finished).
+std::string completion_chunk(const ResponseMeta& meta, int32_t index, const ChoiceOutput& piece,
+                             const CompletionRequest& request, const Tokenizer& tokenizer);
+// The closing usage chunk (stream_options.include_usage): empty choices.
+std::string usage_chunk(const ResponseMeta& meta, int64_t prompt_tokens, int64_t completion_tokens);
+
+std::string error_body(const ApiError& error);
+
+// POST /tokenize: {"prompt": text, "add_special_tokens": bool} -> {"tokens", "count", "max_model_len"}.
+std::optional<ApiError> tokenize_body(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                      std::string& out);
+// POST /detokenize: {"tokens": [ids]} -> {"prompt": text}.
+std::optional<ApiError> detokenize_body(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                        std::string& out);
+
+// GET /v1/models.
+std::string models_body(const std::string& served_name, const std::string& root, int64_t created,
+                        int32_t max_model_len);
+
+}  // namespace zl::server

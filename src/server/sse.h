@@ -1,0 +1,21 @@
+// Framing for streamed responses: an SSE event ("data: <payload>\n\n") inside
+// one HTTP/1.1 chunk ("<hex size>\r\n<bytes>\r\n"), and the stream's ends.
+// Both layers are written by hand so one event costs one small string and
+// the socket sees it as one write.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace zl::server {
+
+// The response head of an SSE stream (chunked, kept alive).
+std::string sse_response_head();
+// One SSE event carrying `payload` (JSON), framed as one HTTP chunk.
+std::string sse_chunk(std::string_view payload);
+// The terminal "data: [DONE]" event, framed as one HTTP chunk.
+std::string sse_done_chunk();
+// The zero-length chunk that ends the HTTP response.
+std::string_view http_last_chunk();
+
+}  // namespace zl::server
