@@ -26,7 +26,8 @@ struct TokenEvent {
   RequestId id = 0;
   int32_t token = -1;
   std::string text;                   // the new text; may be empty (partial UTF-8, held stop prefix)
-  float logprob = 0.0f;               // of the raw distribution
+  float logprob = 0.0f;               // of the raw distribution; 0 unless sampling.return_logprob
+                                      // or num_top_logprobs asked for it
   std::vector<TokenLogprob> top_logprobs;
 };
 

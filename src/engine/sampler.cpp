@@ -145,11 +145,16 @@ int32_t Sampler::draw(const float* logits) {
 
 SampleResult Sampler::sample(float* logits) {
   SampleResult result;
-  // Raw log-softmax normaliser, before any processing.
-  float max_logit = *std::max_element(logits, logits + vocab_size_);
-  double sum = 0.0;
-  for (int32_t i = 0; i < vocab_size_; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
-  float log_norm = max_logit + static_cast<float>(std::log(sum));
+  // The raw log-softmax normaliser (one exp per vocabulary entry) only when
+  // logprobs are wanted: for greedy decoding it would be most of the cost.
+  const bool want_logprobs = params_.return_logprob || params_.num_top_logprobs > 0;
+  float log_norm = 0.0f;
+  if (want_logprobs) {
+    float max_logit = *std::max_element(logits, logits + vocab_size_);
+    double sum = 0.0;
+    for (int32_t i = 0; i < vocab_size_; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
+    log_norm = max_logit + static_cast<float>(std::log(sum));
+  }
   if (params_.num_top_logprobs > 0) {
     std::iota(candidates_.begin(), candidates_.end(), 0);
     std::partial_sort(candidates_.begin(), candidates_.begin() + params_.num_top_logprobs, candidates_.end(),
@@ -171,7 +176,7 @@ SampleResult Sampler::sample(float* logits) {
   } else {
     result.token = draw(logits);
   }
-  result.logprob = raw[result.token] - log_norm;
+  if (want_logprobs) result.logprob = raw[result.token] - log_norm;
   output_counts_[static_cast<size_t>(result.token)] += 1;
   seen_[static_cast<size_t>(result.token)] = 1;
   return result;

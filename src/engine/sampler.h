@@ -29,6 +29,7 @@ struct SamplingParams {
   bool has_seed = false;
   uint64_t seed = 0;
   int32_t num_top_logprobs = 0;     // [0, 20]
+  bool return_logprob = false;      // compute the chosen token's logprob (implied by num_top_logprobs)
 };
 
 // Rejects NaN and out-of-range values with a message naming the field.
@@ -41,7 +42,7 @@ struct TokenLogprob {
 
 struct SampleResult {
   int32_t token = -1;
-  float logprob = 0.0f;              // log p(token) under the raw distribution
+  float logprob = 0.0f;              // log p(token) under the raw distribution, if asked for
   std::vector<TokenLogprob> top;     // num_top_logprobs best, descending
 };
 

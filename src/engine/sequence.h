@@ -33,7 +33,7 @@ struct Sequence {
         num_prompt_tokens(static_cast<int32_t>(tokens.size())),
         max_total_tokens(max_total),
         salt(salt_in),
-        sampler(request.sampling, vocab_size),
+        sampler(with_logprob_if_needed(request), vocab_size),
         decoder(tokenizer),
         stops(request.stop) {
     tokens.reserve(static_cast<size_t>(max_total));
@@ -41,6 +41,13 @@ struct Sequence {
     // Prime the decoder with the prompt so the first token decodes as a
     // continuation (SentencePiece strips a leading space only at the start).
     for (int32_t id : tokens) (void)decoder.push(id);
+  }
+
+  // min_token_prob needs the sampled token's probability.
+  static SamplingParams with_logprob_if_needed(const Request& r) {
+    SamplingParams p = r.sampling;
+    p.return_logprob |= r.min_token_prob > 0.0f;
+    return p;
   }
 
   int32_t num_generated() const { return static_cast<int32_t>(tokens.size()) - num_prompt_tokens; }

@@ -14,6 +14,7 @@ std::vector<float> logits_of(std::initializer_list<float> values) { return std::
 TEST(SamplerTest, GreedyTakesArgmaxLowestIdOnTies) {
   SamplingParams p;
   p.temperature = 0.0f;
+  p.return_logprob = true;
   Sampler s(p, 4);
   auto logits = logits_of({1.0f, 3.0f, 3.0f, -1.0f});
   SampleResult r = s.sample(logits.data());
@@ -81,6 +82,7 @@ TEST(SamplerTest, RepetitionPenaltyChangesGreedyChoice) {
   SamplingParams p;
   p.temperature = 0.0f;
   p.repetition_penalty = 2.0f;
+  p.return_logprob = true;
   Sampler s(p, 3);
   std::vector<int32_t> prompt = {0};
   s.set_prompt(prompt);

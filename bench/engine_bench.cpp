@@ -1,0 +1,127 @@
+// Engine loop benchmarks (issue 3), one JSON line per configuration:
+//   --mode gap: the scheduling gap (host time between two forward passes:
+//     sampling, publishing, scheduling) with N sequences decoding at once on
+//     a model whose forward pass is nearly free (default dummy:tiny).
+//   --mode throughput: decode tokens/s with N concurrent sequences
+//     (default dummy:llama-110m).
+// Each configuration runs --runs times on a fresh engine; min and median.
+//   build/bench/engine_bench --mode gap --seqs 1,16,64,256
+//   build/bench/engine_bench --mode throughput --model dummy:llama-110m --seqs 1,8,32,64
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "engine/inbox.h"
+#include "zerolayer/engine.h"
+
+namespace zl {
+namespace {
+
+// Counts events; wakes the bench thread when the last request finishes.
+class CountingSink : public EventSink {
+ public:
+  CountingSink(std::atomic<uint32_t>* remaining) : remaining_(remaining) {}
+  void on_token(const TokenEvent&) override {}
+  void on_finish(const FinishEvent&) override {
+    if (remaining_->fetch_sub(1, std::memory_order_acq_rel) == 1) futex_wake_all(remaining_);
+  }
+
+ private:
+  std::atomic<uint32_t>* remaining_;
+};
+
+struct RunResult {
+  EngineStats stats;
+  double seconds = 0;
+  int64_t tokens = 0;
+};
+
+StatusOr<RunResult> run_once(const std::string& model, int num_seqs, int max_new, int threads, CachePolicy policy) {
+  EngineConfig config;
+  config.model = model;
+  config.num_threads = threads;
+  config.max_num_seqs = num_seqs;
+  config.max_num_batched_tokens = std::max(512, num_seqs);
+  config.cache_policy = policy;
+  config.kv_cache_bytes = int64_t{1} << 30;
+  ZL_ASSIGN_OR_RETURN(auto engine, Engine::create(config));
+  std::atomic<uint32_t> remaining{static_cast<uint32_t>(num_seqs)};
+  auto sink = std::make_shared<CountingSink>(&remaining);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < num_seqs; ++i) {
+    Request r;
+    r.prompt_ids = {1, static_cast<int32_t>(3 + i % 200), 4, 5};
+    r.max_new_tokens = max_new;
+    r.sampling.temperature = 0.0f;
+    r.ignore_eos = true;
+    r.sink = sink;
+    ZL_RETURN_IF_ERROR(engine->submit(std::move(r)).status());
+  }
+  for (uint32_t left = remaining.load(); left != 0; left = remaining.load()) futex_wait(&remaining, left);
+  RunResult result;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.stats = engine->stats();
+  result.tokens = result.stats.generation_tokens_total;
+  return result;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+}  // namespace zl
+
+int main(int argc, char** argv) {
+  CLI::App app{"zerolayer engine benchmarks: scheduling gap and decode throughput"};
+  std::string mode = "gap", model, policy_name = "contiguous";
+  std::vector<int> seqs;
+  int runs = 3, max_new = 200, threads = 0;
+  app.add_option("--mode", mode, "gap or throughput")->check(CLI::IsMember({"gap", "throughput"}));
+  app.add_option("--model", model, "Model (default: dummy:tiny for gap, dummy:llama-110m for throughput)");
+  app.add_option("--seqs", seqs, "Concurrent sequences, e.g. 1,16,64,256")->delimiter(',');
+  app.add_option("--runs", runs, "Runs per configuration")->capture_default_str();
+  app.add_option("--max-new-tokens", max_new, "Tokens each sequence generates")->capture_default_str();
+  app.add_option("--threads", threads, "Compute threads (0: one per core)");
+  app.add_option("--cache-policy", policy_name, "contiguous, paged or hybrid")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (model.empty()) model = mode == "gap" ? "dummy:tiny" : "dummy:llama-110m";
+  if (seqs.empty()) seqs = mode == "gap" ? std::vector<int>{1, 16, 64, 256} : std::vector<int>{1, 8, 32, 64};
+  auto policy = zl::parse_cache_policy(policy_name);
+  if (!policy.ok()) {
+    std::fprintf(stderr, "error: %s\n", policy.status().message().c_str());
+    return 1;
+  }
+  setenv("ZEROLAYER_LOG_LEVEL", "warn", 0);
+  for (int n : seqs) {
+    std::vector<double> p50, p99, max, tps, batch;
+    for (int r = 0; r < runs; ++r) {
+      auto result = zl::run_once(model, n, max_new, threads, *policy);
+      if (!result.ok()) {
+        std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
+        return 1;
+      }
+      p50.push_back(result->stats.sched_gap_p50_us);
+      p99.push_back(result->stats.sched_gap_p99_us);
+      max.push_back(result->stats.sched_gap_max_us);
+      tps.push_back(static_cast<double>(result->tokens) / result->seconds);
+      batch.push_back(result->stats.batch_size_mean);
+    }
+    std::printf(
+        "{\"bench\":\"engine_%s\",\"model\":\"%s\",\"policy\":\"%s\",\"seqs\":%d,\"runs\":%d,"
+        "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
+        "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
+        "\"mean_batch\":%.1f}\n",
+        mode.c_str(), model.c_str(), policy_name.c_str(), n, runs, *std::min_element(p50.begin(), p50.end()),
+        zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
+        *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),
+        zl::median(tps), zl::median(batch));
+    std::fflush(stdout);
+  }
+  return 0;
+}
