@@ -4,7 +4,7 @@
 // zl::Request whose sink writes response records straight into the client's
 // ring on the engine thread, and watches client liveness.
 //
-// Contracts: start() fails (naming the segment) if a live server owns it; a
+// Contracts: destroy the ShmServer before its Engine. start() fails (naming the segment) if a live server owns it; a
 // stale one (pid gone or heartbeat older than 1 s) is replaced. The
 // destructor stops the thread, aborts every request its clients have in
 // flight, waits for their terminal events, and unlinks the segment.
@@ -25,6 +25,18 @@ struct ShmServerConfig {
   uint64_t size_bytes = 64ull << 20;   // whole segment; response rings grow with it
 };
 
+// Counters since start (any thread).
+struct ShmServerStats {
+  int64_t num_submitted = 0;       // accepted by the engine
+  int64_t num_rejected = 0;        // answered with an ERROR record
+  int64_t num_unroutable = 0;      // client slot out of range: dropped (no ring to answer on)
+  int64_t num_stale_records = 0;   // from a slot that is not active or a past generation
+  int64_t num_skipped_positions = 0;  // request positions claimed by a dead producer
+  int64_t num_clients_reclaimed = 0;  // dead or closed clients whose slot was freed
+  int64_t num_overflows = 0;       // requests aborted because their client's ring was full
+  int64_t num_signature_hints = 0; // requests that carried a first-block signature
+};
+
 class ShmServer {
  public:
   static StatusOr<std::unique_ptr<ShmServer>> start(Engine& engine, const ShmServerConfig& config);
@@ -33,6 +45,7 @@ class ShmServer {
   ShmServer& operator=(const ShmServer&) = delete;
 
   const std::string& name() const;
+  ShmServerStats stats() const;
 
   class Impl;
 

@@ -1,0 +1,176 @@
+#include "transport/shm_segment.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace zl {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+uint32_t floor_pow2(uint64_t n) {
+  uint32_t p = 1;
+  while (uint64_t(p) * 2 <= n && p < (1u << 30)) p *= 2;
+  return p;
+}
+
+bool pid_alive(int32_t pid) {
+  if (pid <= 0) return false;
+  return kill(pid, 0) == 0 || errno != ESRCH;  // EPERM: alive, someone else's
+}
+
+// What an existing segment's header says, read without trusting its size.
+enum class Occupant { kLive, kStale, kNoHeader };
+
+Occupant inspect(const std::string& name, int32_t* pid_out) {
+  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd < 0) return Occupant::kStale;  // vanished meanwhile: create again
+  struct stat st;
+  Occupant result = Occupant::kNoHeader;
+  if (fstat(fd, &st) == 0 && uint64_t(st.st_size) >= sizeof(zl_shm_header)) {
+    void* p = mmap(nullptr, sizeof(zl_shm_header), PROT_READ, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      auto& h = *static_cast<zl_shm_header*>(p);
+      if (shm::atomic(h.magic).load(std::memory_order_acquire) == ZL_SHM_MAGIC) {
+        *pid_out = h.server_pid;
+        uint64_t beat = shm::atomic(h.server_heartbeat_ns).load(std::memory_order_relaxed);
+        uint32_t state = shm::atomic(h.server_state).load(std::memory_order_relaxed);
+        bool fresh = shm::now_ns() - beat < ZL_SHM_DEAD_AFTER_NS;
+        result = (state != ZL_SHM_SERVER_STOPPED && pid_alive(h.server_pid) && fresh) ? Occupant::kLive
+                                                                                      : Occupant::kStale;
+      }
+      munmap(p, sizeof(zl_shm_header));
+    }
+  }
+  close(fd);
+  return result;
+}
+
+// Opens `name` exclusively, replacing a stale occupant once.
+StatusOr<int> open_exclusive(const std::string& name) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST) return internal_error("shm_open(", name, "): ", std::strerror(errno));
+    int32_t pid = 0;
+    Occupant occupant = inspect(name, &pid);
+    if (occupant == Occupant::kNoHeader) {
+      // Maybe a server between shm_open and its magic: give it time.
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      occupant = inspect(name, &pid);
+      if (occupant == Occupant::kNoHeader) occupant = Occupant::kStale;
+    }
+    if (occupant == Occupant::kLive)
+      return invalid_argument("shared-memory segment ", name, " is in use by a live zerolayer server (pid ", pid,
+                              "); pick another --shm-name or stop that server");
+    shm_unlink(name.c_str());  // stale: a crashed server's leftovers
+  }
+  return internal_error("shared-memory segment ", name, " keeps reappearing; giving up");
+}
+
+bool names_this_segment(const std::string& name, int32_t pid, uint64_t start_ns) {
+  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd < 0) return false;
+  bool same = false;
+  struct stat st;
+  if (fstat(fd, &st) == 0 && uint64_t(st.st_size) >= sizeof(zl_shm_header)) {
+    void* p = mmap(nullptr, sizeof(zl_shm_header), PROT_READ, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      auto& other = *static_cast<zl_shm_header*>(p);
+      same = other.server_pid == pid && other.server_start_ns == start_ns;
+      munmap(p, sizeof(zl_shm_header));
+    }
+  }
+  close(fd);
+  return same;
+}
+
+}  // namespace
+
+Status check_shm_name(const std::string& name) {
+  if (name.size() < 2 || name.size() > 200 || name[0] != '/' || name.find('/', 1) != std::string::npos)
+    return invalid_argument("shm name must be '/' followed by 1-199 characters without '/', got '", name, "'");
+  return ok_status();
+}
+
+StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::create(const ShmSegmentConfig& config) {
+  ZL_RETURN_IF_ERROR(check_shm_name(config.name));
+  uint64_t clients_offset = ZL_SHM_HEADER_BYTES;
+  uint64_t request_offset = round_up(clients_offset + uint64_t(config.num_clients) * ZL_SHM_CLIENT_BYTES, kPage);
+  uint64_t responses_offset = request_offset + uint64_t(config.request_ring_slots) * ZL_SHM_REQUEST_SLOT_BYTES;
+  uint64_t per_slot_all_clients = uint64_t(config.num_clients) * ZL_SHM_RESPONSE_SLOT_BYTES;
+  constexpr uint32_t kMinResponseSlots = 64;
+  uint64_t min_bytes = responses_offset + kMinResponseSlots * per_slot_all_clients;
+  if (config.size_bytes < min_bytes)
+    return invalid_argument("shm size ", config.size_bytes, " is too small: at least ", min_bytes, " bytes");
+  uint32_t response_slots = std::min<uint32_t>(floor_pow2((config.size_bytes - responses_offset) / per_slot_all_clients), 65536);
+  uint64_t total = responses_offset + uint64_t(response_slots) * per_slot_all_clients;
+
+  ZL_ASSIGN_OR_RETURN(int fd, open_exclusive(config.name));
+  std::unique_ptr<ShmSegment> segment(new ShmSegment());
+  segment->name_ = config.name;
+  if (ftruncate(fd, off_t(total)) != 0) {
+    int err = errno;
+    close(fd);
+    shm_unlink(config.name.c_str());
+    return resource_exhausted("ftruncate(", config.name, ", ", total, "): ", std::strerror(err));
+  }
+  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) {
+    shm_unlink(config.name.c_str());
+    return resource_exhausted("mmap(", config.name, "): ", std::strerror(errno));
+  }
+  segment->base_ = base;
+  segment->bytes_ = total;
+  segment->layout_ = shm::Layout(base);
+
+  zl_shm_header& h = segment->layout_.header();
+  h.version = ZL_SHM_VERSION;
+  h.header_bytes = ZL_SHM_HEADER_BYTES;
+  h.total_bytes = total;
+  h.client_table_offset = clients_offset;
+  h.num_clients = config.num_clients;
+  h.client_bytes = ZL_SHM_CLIENT_BYTES;
+  h.request_ring_offset = request_offset;
+  h.request_ring_slots = config.request_ring_slots;
+  h.request_slot_bytes = ZL_SHM_REQUEST_SLOT_BYTES;
+  h.response_rings_offset = responses_offset;
+  h.response_ring_slots = response_slots;
+  h.response_slot_bytes = ZL_SHM_RESPONSE_SLOT_BYTES;
+  h.response_ring_bytes = uint64_t(response_slots) * ZL_SHM_RESPONSE_SLOT_BYTES;
+  h.server_pid = getpid();
+  h.server_start_ns = shm::now_ns();
+  h.server_heartbeat_ns = h.server_start_ns;
+  h.vocab_size = config.vocab_size;
+  h.max_seq_len = config.max_seq_len;
+  h.max_inflight_per_client = response_slots / 2;
+  for (uint64_t pos = 0; pos < config.request_ring_slots; ++pos) segment->layout_.request_slot(pos).sequence = pos;
+  for (uint32_t c = 0; c < config.num_clients; ++c)
+    for (uint64_t pos = 0; pos < response_slots; ++pos) segment->layout_.response_slot(c, pos).sequence = pos;
+  h.server_state = ZL_SHM_SERVER_RUNNING;
+  shm::atomic(h.magic).store(ZL_SHM_MAGIC, std::memory_order_release);  // last: the segment is now valid
+  return segment;
+}
+
+ShmSegment::~ShmSegment() {
+  if (base_ == nullptr) return;
+  zl_shm_header& h = layout_.header();
+  shm::atomic(h.server_state).store(ZL_SHM_SERVER_STOPPED, std::memory_order_release);
+  // Unlink only our own segment: if ours was taken for stale (a long stall),
+  // a later server owns the name now and its segment is not ours to remove.
+  if (names_this_segment(name_, h.server_pid, h.server_start_ns)) shm_unlink(name_.c_str());
+  munmap(base_, bytes_);
+}
+
+}  // namespace zl

@@ -1,0 +1,52 @@
+// The server's side of a segment's lifetime: create it exclusively (mode
+// 0600), replace a stale one left by a crashed server, lay out and initialize
+// the regions of zerolayer/shm_protocol.h, and unlink it at the end.
+//
+// Stale means: a zerolayer header whose server pid is gone, whose heartbeat
+// is older than ZL_SHM_DEAD_AFTER_NS or whose state is STOPPED; or a
+// segment without a valid header that stays so for 200 ms (a server that
+// died between shm_open and writing its magic). Anything else is live and
+// start fails with an error naming the segment and its pid.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "transport/shm_ring.h"
+
+namespace zl {
+
+struct ShmSegmentConfig {
+  std::string name;                  // "/name"
+  uint64_t size_bytes = 0;           // upper bound; the layout uses what fits
+  uint32_t num_clients = ZL_SHM_DEFAULT_CLIENTS;
+  uint32_t request_ring_slots = ZL_SHM_DEFAULT_REQUEST_SLOTS;
+  int32_t vocab_size = 0;
+  int32_t max_seq_len = 0;
+};
+
+class ShmSegment {
+ public:
+  // Creates, maps and initializes; the header's state is RUNNING on return.
+  static StatusOr<std::unique_ptr<ShmSegment>> create(const ShmSegmentConfig& config);
+  ~ShmSegment();  // unmaps and unlinks (only if the name still maps to this segment)
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  const shm::Layout& layout() const { return layout_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  ShmSegment() = default;
+  std::string name_;
+  void* base_ = nullptr;
+  uint64_t bytes_ = 0;
+  shm::Layout layout_;
+};
+
+// Why `name` is not a usable shm_open name, or ok.
+Status check_shm_name(const std::string& name);
+
+}  // namespace zl

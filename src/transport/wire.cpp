@@ -1,0 +1,182 @@
+#include "transport/wire.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "engine/sampler.h"
+#include "tokenizer/utf8_text.h"
+#include "transport/shm_ring.h"
+
+namespace zl {
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  for (size_t pos = 0; pos < s.size();) {
+    size_t n = utf8_valid_len(s, pos);
+    if (n == 0) return false;
+    pos += n;
+  }
+  return true;
+}
+
+Status check_bool(const char* field, uint32_t value) {
+  if (value > 1) return invalid_argument(field, " must be 0 or 1, got ", value);
+  return ok_status();
+}
+
+SamplingParams to_sampling(const zl_shm_sampling& s) {
+  SamplingParams p;
+  p.temperature = s.temperature;
+  p.top_k = s.top_k;
+  p.top_p = s.top_p;
+  p.min_p = s.min_p;
+  p.repetition_penalty = s.repetition_penalty;
+  p.presence_penalty = s.presence_penalty;
+  p.frequency_penalty = s.frequency_penalty;
+  p.has_seed = s.has_seed != 0;
+  p.seed = s.seed;
+  p.num_top_logprobs = s.num_top_logprobs;
+  return p;
+}
+
+// The payload's lengths, each checked against what is left of it.
+class PayloadReader {
+ public:
+  PayloadReader(const uint8_t* data, uint32_t size) : data_(data), left_(size) {}
+  Status take(const char* field, uint64_t bytes, const uint8_t** out) {
+    if (bytes > left_)
+      return invalid_argument(field, " (", bytes, " bytes) runs past the end of the payload (", left_, " left)");
+    *out = data_;
+    data_ += bytes;
+    left_ -= uint32_t(bytes);
+    return ok_status();
+  }
+  uint32_t left() const { return left_; }
+
+ private:
+  const uint8_t* data_;
+  uint32_t left_;
+};
+
+Status decode_payload(const zl_shm_request& r, const WireLimits& limits, WireRequest* out) {
+  Request& req = out->request;
+  PayloadReader payload(r.payload, r.payload_bytes);
+  const uint8_t* p = nullptr;
+  if (r.prompt_kind == ZL_SHM_PROMPT_TOKENS) {
+    ZL_RETURN_IF_ERROR(payload.take("prompt_count", uint64_t(r.prompt_count) * 4, &p));
+    req.prompt_ids.resize(r.prompt_count);
+    std::memcpy(req.prompt_ids.data(), p, uint64_t(r.prompt_count) * 4);
+    for (size_t i = 0; i < req.prompt_ids.size(); ++i)
+      if (req.prompt_ids[i] < 0 || req.prompt_ids[i] >= limits.vocab_size)
+        return invalid_argument("prompt token ", i, " is ", req.prompt_ids[i], ", outside [0, ", limits.vocab_size, ")");
+  } else {
+    ZL_RETURN_IF_ERROR(payload.take("prompt_count", r.prompt_count, &p));
+    req.prompt_text.assign(reinterpret_cast<const char*>(p), r.prompt_count);
+    if (!valid_utf8(req.prompt_text)) return invalid_argument("prompt text is not valid UTF-8");
+  }
+  ZL_RETURN_IF_ERROR(payload.take("num_stop_token_ids", uint64_t(r.num_stop_token_ids) * 4, &p));
+  req.stop_token_ids.resize(r.num_stop_token_ids);
+  std::memcpy(req.stop_token_ids.data(), p, uint64_t(r.num_stop_token_ids) * 4);
+  for (int32_t id : req.stop_token_ids)
+    if (id < 0 || id >= limits.vocab_size) return invalid_argument("stop token id ", id, " is out of range");
+  for (uint32_t i = 0; i < r.num_stop; ++i) {
+    if (r.stop_bytes[i] == 0) return invalid_argument("stop_bytes[", i, "] is 0: stop strings must not be empty");
+    ZL_RETURN_IF_ERROR(payload.take("stop_bytes", r.stop_bytes[i], &p));
+    req.stop.emplace_back(reinterpret_cast<const char*>(p), r.stop_bytes[i]);
+    if (!valid_utf8(req.stop.back())) return invalid_argument("stop string ", i, " is not valid UTF-8");
+  }
+  ZL_RETURN_IF_ERROR(payload.take("cache_salt_bytes", r.cache_salt_bytes, &p));
+  req.cache_salt.assign(reinterpret_cast<const char*>(p), r.cache_salt_bytes);
+  if (payload.left() != 0)
+    return invalid_argument("payload_bytes is ", r.payload_bytes, " but the fields account for ",
+                            r.payload_bytes - payload.left());
+  return ok_status();
+}
+
+}  // namespace
+
+void copy_request_out(const zl_shm_request& shared, zl_shm_request* local) {
+  std::memcpy(local, &shared, ZL_SHM_REQUEST_FIXED_BYTES);
+  uint32_t n = std::min<uint32_t>(local->payload_bytes, ZL_SHM_REQUEST_PAYLOAD_BYTES);
+  std::memcpy(local->payload, shared.payload, n);
+}
+
+Status decode_submit(const zl_shm_request& r, const WireLimits& limits, WireRequest* out) {
+  if (r.prompt_kind != ZL_SHM_PROMPT_TOKENS && r.prompt_kind != ZL_SHM_PROMPT_TEXT)
+    return invalid_argument("prompt_kind must be 1 (tokens) or 2 (text), got ", r.prompt_kind);
+  if (r.prompt_count == 0) return invalid_argument("prompt_count is 0: the prompt is empty");
+  if (r.payload_bytes > ZL_SHM_REQUEST_PAYLOAD_BYTES)
+    return invalid_argument("payload_bytes ", r.payload_bytes, " exceeds the record's ", ZL_SHM_REQUEST_PAYLOAD_BYTES);
+  if (r.num_stop > ZL_SHM_MAX_STOP) return invalid_argument("num_stop ", r.num_stop, " exceeds ", ZL_SHM_MAX_STOP);
+  if (r.num_stop_token_ids > ZL_SHM_MAX_STOP_TOKEN_IDS)
+    return invalid_argument("num_stop_token_ids ", r.num_stop_token_ids, " exceeds ", ZL_SHM_MAX_STOP_TOKEN_IDS);
+  if (r.cache_salt_bytes > ZL_SHM_MAX_CACHE_SALT_BYTES)
+    return invalid_argument("cache_salt_bytes ", r.cache_salt_bytes, " exceeds ", ZL_SHM_MAX_CACHE_SALT_BYTES);
+  ZL_RETURN_IF_ERROR(check_bool("ignore_eos", r.ignore_eos));
+  ZL_RETURN_IF_ERROR(check_bool("has_signature", r.has_signature));
+  ZL_RETURN_IF_ERROR(check_bool("sampling.has_seed", r.sampling.has_seed));
+  if (r.sampling.reserved != 0) return invalid_argument("sampling.reserved must be 0");
+  if (r.max_new_tokens < 1) return invalid_argument("max_new_tokens must be >= 1, got ", r.max_new_tokens);
+  if (limits.max_seq_len > 0 && r.max_new_tokens > limits.max_seq_len)
+    return invalid_argument("max_new_tokens ", r.max_new_tokens, " exceeds max_seq_len ", limits.max_seq_len);
+  if (!(r.min_token_prob >= 0.0f && r.min_token_prob <= 1.0f))
+    return invalid_argument("min_token_prob must be in [0, 1], got ", r.min_token_prob);
+  Request& req = out->request;
+  req.sampling = to_sampling(r.sampling);
+  ZL_RETURN_IF_ERROR(validate_sampling(req.sampling, limits.vocab_size).with_prefix("sampling: "));
+  req.max_new_tokens = r.max_new_tokens;
+  req.priority = r.priority;
+  req.min_token_prob = r.min_token_prob;
+  req.ignore_eos = r.ignore_eos != 0;
+  out->has_signature = r.has_signature != 0;
+  std::memcpy(out->signature, r.signature, sizeof(out->signature));
+  return decode_payload(r, limits, out);
+}
+
+size_t fill_text(zl_shm_response& r, uint64_t client_request_id, std::string_view text) {
+  r.kind = ZL_SHM_RESPONSE_TEXT;
+  r.client_request_id = client_request_id;
+  r.token = -1;
+  r.num_top_logprobs = 0;
+  r.flags = 0;
+  size_t n = std::min<size_t>(text.size(), ZL_SHM_RESPONSE_TEXT_BYTES);
+  std::memcpy(r.text, text.data(), n);
+  r.text_bytes = uint32_t(n);
+  r.sink_ns = shm::now_ns();
+  return n;
+}
+
+size_t fill_token(zl_shm_response& r, uint64_t client_request_id, const TokenEvent& event) {
+  size_t n = fill_text(r, client_request_id, event.text);
+  r.kind = ZL_SHM_RESPONSE_TOKEN;
+  r.token = event.token;
+  r.logprob = event.logprob;
+  uint32_t num_top = uint32_t(std::min<size_t>(event.top_logprobs.size(), ZL_SHM_MAX_TOP_LOGPROBS));
+  for (uint32_t i = 0; i < num_top; ++i) r.top[i] = {event.top_logprobs[i].id, event.top_logprobs[i].logprob};
+  r.num_top_logprobs = num_top;
+  return n;
+}
+
+void fill_finish(zl_shm_response& r, uint64_t client_request_id, const FinishEvent& event, uint32_t flags) {
+  fill_text(r, client_request_id, event.stop_detail);
+  r.kind = ZL_SHM_RESPONSE_FINISH;
+  r.finish_reason = uint32_t(event.reason);
+  r.num_prompt_tokens = event.num_prompt_tokens;
+  r.num_cached_prompt_tokens = event.num_cached_prompt_tokens;
+  r.num_generated_tokens = event.num_generated_tokens;
+  r.num_preemptions = event.num_preemptions;
+  r.queue_s = event.timings.queue_s;
+  r.prefill_s = event.timings.prefill_s;
+  r.first_token_s = event.timings.first_token_s;
+  r.finish_s = event.timings.finish_s;
+  r.flags = flags;
+}
+
+void fill_error(zl_shm_response& r, uint64_t client_request_id, const Status& status) {
+  fill_text(r, client_request_id, status.message());
+  r.kind = ZL_SHM_RESPONSE_ERROR;
+  r.status_code = uint32_t(status.code());
+  r.finish_reason = ZL_SHM_FINISH_ERROR;
+}
+
+}  // namespace zl
