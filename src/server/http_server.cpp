@@ -88,6 +88,9 @@ class HttpServer::Impl {
   std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
 
   net::io_context ioc;
+  // Keeps run() going while streams wait for engine events with no socket
+  // operation pending (and after the acceptor closes at shutdown).
+  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(ioc);
   tcp::acceptor acceptor;
   std::vector<std::thread> threads;
   int32_t bound_port = 0;
@@ -450,6 +453,7 @@ void HttpServer::Impl::shutdown(double timeout_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  work.reset();
   ioc.stop();
   for (std::thread& t : threads) t.join();
   threads.clear();

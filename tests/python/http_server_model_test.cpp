@@ -1,0 +1,60 @@
+// Runs the HTTP server's end-to-end suite (tests/python/test_http_server.py:
+// the real `zerolayer serve` driven by the official `openai` package and by
+// raw sockets) under ctest. It needs .venv with openai and pytest, which
+// scripts/setup.sh creates from requirements-test.txt; without them the test
+// reports skipped rather than passing silently.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "test_util.h"
+
+namespace zl::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string repo_root() {
+  std::string golden = golden_path("");  // <repo>/tests/golden/
+  return fs::path(golden).parent_path().parent_path().parent_path().string();
+}
+
+// The zerolayer binary of this build: tests live in <build>/tests/.
+std::string cli_path() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  fs::path candidate = self.parent_path().parent_path() / "zerolayer";
+  return !ec && fs::exists(candidate) ? candidate.string() : repo_root() + "/build/zerolayer";
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+TEST(HttpServerPython, PytestSuitePasses) {
+  const std::string root = repo_root();
+  const std::string python = root + "/.venv/bin/python";
+  if (!fs::exists(python)) GTEST_SKIP() << python << " is missing (scripts/setup.sh creates it)";
+  if (std::system((quote(python) + " -c 'import openai, pytest' 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "openai or pytest is not installed in .venv (pip install -r requirements-test.txt)";
+  std::string shared = shared_path("");
+  std::string command = "cd " + quote(root) + " && ZEROLAYER_BIN=" + quote(cli_path()) +
+                        (shared.empty() ? "" : " ZL_SHARED_DIR=" + quote(shared)) + " " + quote(python) +
+                        " -m pytest tests/python/test_http_server.py -q -p no:cacheprovider 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  std::printf("%s", output.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << output;
+}
+
+}  // namespace
+}  // namespace zl::test

@@ -1,0 +1,555 @@
+"""End-to-end tests of `zerolayer serve`'s HTTP API.
+
+Starts the real server binary (ZEROLAYER_BIN, default build/zerolayer) on a
+free port and drives it with the official `openai` package, and with raw
+HTTP for input no client library would send. Every malformed request must get
+its 4xx with the offending field named, and the server must keep serving.
+"""
+
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+openai = pytest.importorskip("openai")
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = os.environ.get("ZEROLAYER_BIN", str(REPO / "build" / "zerolayer"))
+SHARED = Path(os.environ.get("ZL_SHARED_DIR", str(REPO.parent / "shared")))
+API_KEY = "test-key"
+MODEL = "tiny"
+MAX_SEQ_LEN = 512
+
+
+class Server:
+    """A running `zerolayer serve` process."""
+
+    def __init__(self, *args, api_key=API_KEY):
+        if not os.access(BIN, os.X_OK):
+            pytest.skip(f"no server binary at {BIN}")
+        self.log = tempfile.NamedTemporaryFile(prefix="zl-serve-", suffix=".log", delete=False)
+        cmd = [BIN, "serve", "--port", "0", "--shm-name", "", "--threads", "2", *args]
+        if api_key:
+            cmd += ["--api-key", api_key]
+        self.api_key = api_key
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.port = self._wait_port()
+        self._wait_healthy()
+
+    def _wait_port(self, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            text = Path(self.log.name).read_text(errors="replace")
+            m = re.search(r"listening on http://[^:]+:(\d+)", text)
+            if m:
+                return int(m.group(1))
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {text}")
+            time.sleep(0.02)
+        raise RuntimeError("server did not print its port")
+
+    def _wait_healthy(self, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status, _, _ = self.request("GET", "/health")
+            if status == 200:
+                return
+            time.sleep(0.05)
+        raise RuntimeError("server never became healthy: " + self.output())
+
+    def output(self):
+        return Path(self.log.name).read_text(errors="replace")
+
+    def request(self, method, path, body=None, headers=None, key="default", timeout=60):
+        """One request on a fresh connection; body may be bytes, str or a JSON-able object."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        h = dict(headers or {})
+        key = self.api_key if key == "default" else key
+        if key:
+            h["Authorization"] = f"Bearer {key}"
+        if body is not None and not isinstance(body, (bytes, str)):
+            body = json.dumps(body)
+        if body is not None:
+            h.setdefault("Content-Type", "application/json")
+        try:
+            conn.request(method, path, body=body, headers=h)
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, dict(resp.getheaders()), data
+        except (ConnectionError, http.client.HTTPException, socket.timeout):
+            return 0, {}, b""
+        finally:
+            conn.close()
+
+    def client(self):
+        return openai.OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key=self.api_key or "none",
+                             max_retries=0, timeout=120)
+
+    def metrics(self):
+        status, _, data = self.request("GET", "/metrics")
+        assert status == 200
+        values = {}
+        for line in data.decode().splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                values[name.split("{")[0]] = float(value)
+        return values
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        os.unlink(self.log.name)
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--model", "dummy:tiny", "--served-model-name", MODEL, "--max-seq-len", str(MAX_SEQ_LEN),
+               "--max-num-seqs", "64", "--kv-cache-memory", "64M")
+    yield s
+    assert s.stop() == 0
+
+
+def complete(server, **fields):
+    body = {"model": MODEL, "prompt": "Hello", "max_tokens": 8, **fields}
+    status, headers, data = server.request("POST", "/v1/completions", body)
+    return status, headers, json.loads(data) if data else None
+
+
+# ---------------------------------------------------------------- the happy path, through `openai`
+
+def test_completion_not_streamed(server):
+    r = server.client().completions.create(model=MODEL, prompt="Once upon a time", max_tokens=12,
+                                           temperature=0, extra_body={"ignore_eos": True})
+    assert len(r.choices) == 1
+    assert r.choices[0].finish_reason == "length"
+    assert r.usage.completion_tokens == 12
+    assert r.usage.prompt_tokens > 0
+    assert r.usage.total_tokens == r.usage.prompt_tokens + 12
+    assert r.model == MODEL
+
+
+def test_timings_field(server):
+    status, _, body = complete(server, temperature=0, ignore_eos=True)
+    assert status == 200
+    t = body["timings"]
+    assert t["predicted_n"] == 8 and t["prompt_n"] > 0
+    assert t["prompt_ms"] >= 0 and t["predicted_ms"] >= 0
+
+
+def test_streaming_equals_not_streaming(server):
+    c = server.client()
+    args = dict(model=MODEL, prompt="The cat", max_tokens=20, temperature=0, extra_body={"ignore_eos": True})
+    whole = c.completions.create(**args).choices[0].text
+    chunks = list(c.completions.create(stream=True, stream_options={"include_usage": True}, **args))
+    text = "".join(ch.choices[0].text for ch in chunks if ch.choices)
+    assert text == whole
+    finals = [ch.choices[0].finish_reason for ch in chunks if ch.choices and ch.choices[0].finish_reason]
+    assert finals == ["length"]
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 20
+    assert chunks[-1].choices == []
+
+
+def test_stream_ends_with_done(server):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    conn.request("POST", "/v1/completions", json.dumps({"prompt": "hi", "max_tokens": 5, "stream": True}),
+                 {"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    assert resp.getheader("Content-Type").startswith("text/event-stream")
+    events = [e for e in resp.read().decode().split("\n\n") if e]
+    assert events[-1] == "data: [DONE]"
+    assert all(e.startswith("data: ") for e in events)
+    # The same connection serves the next request (keep-alive after a stream).
+    conn.request("GET", "/v1/models", headers={"Authorization": f"Bearer {API_KEY}"})
+    assert conn.getresponse().status == 200
+    conn.close()
+
+
+def test_n_choices_and_seed(server):
+    c = server.client()
+    args = dict(model=MODEL, prompt="Seeds", max_tokens=16, temperature=1.0, n=3, seed=1234,
+                extra_body={"ignore_eos": True})
+    a = c.completions.create(**args)
+    b = c.completions.create(**args)
+    assert sorted(ch.index for ch in a.choices) == [0, 1, 2]
+    assert [ch.text for ch in a.choices] == [ch.text for ch in b.choices]
+    assert len({ch.text for ch in a.choices}) > 1  # seed + i: the choices differ
+    assert a.usage.completion_tokens == 48
+    other = c.completions.create(**{**args, "seed": 99})
+    assert [ch.text for ch in other.choices] != [ch.text for ch in a.choices]
+
+
+def test_n_streamed_and_prompt_list(server):
+    stream = server.client().completions.create(model=MODEL, prompt=["a", "b"], max_tokens=4, n=2, stream=True,
+                                                extra_body={"ignore_eos": True})
+    texts = {}
+    finished = set()
+    for ch in stream:
+        for choice in ch.choices:
+            texts[choice.index] = texts.get(choice.index, "") + choice.text
+            if choice.finish_reason:
+                finished.add(choice.index)
+    assert finished == {0, 1, 2, 3}
+
+
+def test_token_id_prompts(server):
+    c = server.client()
+    one = c.completions.create(model=MODEL, prompt=[256, 72, 105], max_tokens=4, temperature=0)
+    two = c.completions.create(model=MODEL, prompt=[[256, 72, 105], [256, 66]], max_tokens=4, temperature=0)
+    assert two.choices[0].text == one.choices[0].text
+    assert len(two.choices) == 2
+
+
+def test_logprobs(server):
+    r = server.client().completions.create(model=MODEL, prompt="Log", max_tokens=6, temperature=0, logprobs=3,
+                                           extra_body={"ignore_eos": True})
+    lp = r.choices[0].logprobs
+    assert len(lp.tokens) == 6 and len(lp.token_logprobs) == 6 and len(lp.top_logprobs) == 6
+    assert all(x <= 0 for x in lp.token_logprobs)
+    assert all(1 <= len(top) <= 3 for top in lp.top_logprobs)
+    # Greedy: the chosen token is the most likely one.
+    assert all(abs(max(top.values()) - x) < 1e-4 for top, x in zip(lp.top_logprobs, lp.token_logprobs))
+
+
+def test_stop_string(server):
+    c = server.client()
+    base = c.completions.create(model=MODEL, prompt="Stop here", max_tokens=40, temperature=0,
+                                extra_body={"ignore_eos": True}).choices[0].text
+    candidates = [base[i:i + 2] for i in range(5, len(base) - 2) if "\ufffd" not in base[i:i + 2]]
+    if not candidates:
+        pytest.skip("the dummy model's output has no usable stop string")
+    stop = candidates[0]
+    r = c.completions.create(model=MODEL, prompt="Stop here", max_tokens=40, temperature=0, stop=[stop, "never"],
+                             extra_body={"ignore_eos": True})
+    assert r.choices[0].finish_reason == "stop"
+    assert r.choices[0].text == base[:base.find(stop)]
+
+
+def test_models_health_tokenize(server):
+    assert [m.id for m in server.client().models.list().data] == [MODEL]
+    status, _, _ = server.request("GET", "/health", key=None)
+    assert status == 200
+    status, _, data = server.request("POST", "/tokenize", {"prompt": "Hi", "add_special_tokens": True})
+    body = json.loads(data)
+    assert status == 200 and body["tokens"] == [256, 72, 105] and body["count"] == 3
+    assert body["max_model_len"] == MAX_SEQ_LEN
+    status, _, data = server.request("POST", "/tokenize", {"prompt": "Hi", "add_special_tokens": False})
+    assert json.loads(data)["tokens"] == [72, 105]
+    status, _, data = server.request("POST", "/detokenize", {"tokens": [72, 105]})
+    assert status == 200 and json.loads(data) == {"prompt": "Hi"}
+
+
+def test_metrics(server):
+    m = server.metrics()
+    for name in ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting"):
+        assert name in m
+
+
+# ---------------------------------------------------------------- malformed input, raw HTTP
+
+HUGE = 10 ** 30
+
+BAD_FIELDS = [
+    ({"prompt": 5}, "prompt"),
+    ({"prompt": {"a": 1}}, "prompt"),
+    ({"prompt": [1, "x"]}, "prompt"),
+    ({"prompt": "hi", "max_tokens": "ten"}, "max_tokens"),
+    ({"prompt": "hi", "temperature": "hot"}, "temperature"),
+    ({"prompt": "hi", "stream": "yes"}, "stream"),
+    ({"prompt": "hi", "stop": 5}, "stop"),
+    ({"prompt": "hi", "n": 1.5}, "n"),
+    ({"prompt": "hi", "logprobs": True}, "logprobs"),
+    ({"prompt": "hi", "seed": "x"}, "seed"),
+    ({"prompt": "hi", "max_tokens": -1}, "max_tokens"),
+    ({"prompt": "hi", "max_tokens": 0}, "max_tokens"),
+    ({"prompt": "hi", "temperature": -1}, "temperature"),
+    ({"prompt": "hi", "top_p": -0.5}, "top_p"),
+    ({"prompt": "hi", "top_p": 0}, "top_p"),
+    ({"prompt": "hi", "top_k": -2}, "top_k"),
+    ({"prompt": "hi", "min_p": 2}, "min_p"),
+    ({"prompt": "hi", "presence_penalty": -3}, "presence_penalty"),
+    ({"prompt": "hi", "frequency_penalty": 9}, "frequency_penalty"),
+    ({"prompt": "hi", "repetition_penalty": 0}, "repetition_penalty"),
+    ({"prompt": "hi", "n": 0}, "n"),
+    ({"prompt": "hi", "logprobs": -1}, "logprobs"),
+    ({"prompt": "hi", "max_tokens": 10 ** 12}, "max_tokens"),
+    ({"prompt": "hi", "max_tokens": HUGE}, "max_tokens"),
+    ({"prompt": "hi", "temperature": 1e308}, "temperature"),
+    ({"prompt": "hi", "top_k": HUGE}, "top_k"),
+    ({"prompt": "hi", "n": 10 ** 6}, "n"),
+    ({"prompt": "hi", "logprobs": 1000}, "logprobs"),
+    ({"prompt": "hi", "seed": HUGE}, "seed"),
+    ({"prompt": "hi", "priority": HUGE}, "priority"),
+    ({"prompt": ""}, "prompt"),
+    ({"prompt": []}, "prompt"),
+    ({"prompt": [[]]}, "prompt"),
+    ({"prompt": [""]}, "prompt"),
+    ({}, "prompt"),
+    ({"prompt": "x" * (MAX_SEQ_LEN * 2)}, "prompt"),
+    ({"prompt": [65] * MAX_SEQ_LEN}, "prompt"),
+    ({"prompt": [1, 2, 100000]}, "prompt"),
+    ({"prompt": [-1]}, "prompt"),
+    ({"prompt": [[1], [2, 1 << 40]]}, "prompt"),
+    ({"prompt": "hi", "stop": [f"s{i}" for i in range(1000)]}, "stop"),
+    ({"prompt": "hi", "stop": ["x" * 5000]}, "stop"),
+    ({"prompt": "hi", "echo": True}, "echo"),
+    ({"prompt": "hi", "stream_options": {"include_usage": True}}, "stream_options"),
+    ({"prompt": "hi", "logit_bias": {"5": 1}}, "logit_bias"),
+]
+
+
+@pytest.mark.parametrize("body,param", BAD_FIELDS, ids=[f"{p}-{i}" for i, (_, p) in enumerate(BAD_FIELDS)])
+def test_bad_field_names_it(server, body, param):
+    status, _, data = server.request("POST", "/v1/completions", body)
+    assert status == 400, data
+    err = json.loads(data)["error"]
+    assert err["param"] == param, err
+    assert err["type"] == "invalid_request_error"
+    assert err["message"]
+
+
+RAW_BODIES = [
+    (b'{"prompt": ', "prompt"),
+    (b"not json", None),
+    (b"[1, 2]", None),
+    (b'{"prompt": "hi", "temperature": NaN}', "temperature"),
+    (b'{"prompt": "hi", "top_p": Infinity}', "top_p"),
+    (b'{"prompt": "\xff\xfe bad utf8"}', "prompt"),
+    (b'{"prompt": "ok", "stop": ["\xc3\x28"]}', "stop"),
+    (b"[" * 100000, None),
+]
+
+
+@pytest.mark.parametrize("body,param", RAW_BODIES, ids=[str(i) for i in range(len(RAW_BODIES))])
+def test_bad_json(server, body, param):
+    status, _, data = server.request("POST", "/v1/completions", body)
+    assert status == 400, data
+    err = json.loads(data)["error"]
+    assert err["param"] == param, err
+    assert err["message"]
+
+
+def test_unknown_model_route_method(server):
+    status, _, data = complete(server, model="gpt-4")
+    assert status == 404 and data["error"]["param"] == "model"
+    status, _, data = server.request("GET", "/v1/nothing")
+    assert status == 404 and "error" in json.loads(data)
+    status, headers, data = server.request("GET", "/v1/completions")
+    assert status == 405 and headers.get("Allow") == "POST"
+    status, _, data = server.request("POST", "/v1/chat/completions", {"messages": []})
+    assert status == 501 and "not implemented" in json.loads(data)["error"]["message"]
+
+
+def test_api_key(server):
+    for key in (None, "wrong-key"):
+        for method, path in (("GET", "/v1/models"), ("POST", "/v1/completions"), ("GET", "/metrics")):
+            status, _, data = server.request(method, path, {"prompt": "hi"} if method == "POST" else None, key=key)
+            assert status == 401, (key, path)
+            assert json.loads(data)["error"]["code"] == "invalid_api_key"
+    status, _, _ = server.request("GET", "/health", key="wrong-key")
+    assert status == 200
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="nope",
+                      max_retries=0).completions.create(model=MODEL, prompt="x", max_tokens=1)
+
+
+def test_bad_tokenize_detokenize(server):
+    status, _, data = server.request("POST", "/tokenize", {"prompt": 5})
+    assert status == 400 and json.loads(data)["error"]["param"] == "prompt"
+    status, _, data = server.request("POST", "/detokenize", {"tokens": [1, 99999]})
+    assert status == 400 and json.loads(data)["error"]["param"] == "tokens"
+    status, _, data = server.request("POST", "/detokenize", {"tokens": "abc"})
+    assert status == 400 and json.loads(data)["error"]["param"] == "tokens"
+
+
+def test_huge_body_refused_promptly(server):
+    """A 100 MB body is refused with 413 from its header, without being read."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    head = (f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {100 * 1024 * 1024}\r\n\r\n").encode()
+    start = time.time()
+    sock.sendall(head)
+    sent = 0
+    reply = b""
+    chunk = b"x" * (1 << 20)
+    sock.settimeout(0.05)
+    while time.time() - start < 10:
+        try:
+            data = sock.recv(65536)
+            if not data:
+                break
+            reply += data
+            if b"\r\n\r\n" in reply and b"}" in reply:
+                break
+        except socket.timeout:
+            pass
+        except ConnectionError:
+            break
+        if sent < 100 * (1 << 20):
+            try:
+                sock.sendall(chunk)
+                sent += len(chunk)
+            except (ConnectionError, socket.timeout):
+                pass
+    elapsed = time.time() - start
+    sock.close()
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert elapsed < 5
+    assert sent < 100 * (1 << 20)  # answered before the body was all sent
+    assert b"Connection: close" in reply
+
+
+def test_malformed_http(server):
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sock.sendall(b"GARBAGE\r\n\r\n")
+    reply = sock.recv(65536)
+    sock.close()
+    assert reply.startswith(b"HTTP/1.1 400")
+
+
+def test_still_serving_after_bad_input(server):
+    status, _, body = complete(server, temperature=0)
+    assert status == 200 and body["choices"][0]["text"] is not None
+
+
+# ---------------------------------------------------------------- disconnects free their KV memory
+
+def _stream(port, max_tokens, disconnect_after, results, index):
+    body = json.dumps({"prompt": f"client {index}", "max_tokens": max_tokens, "stream": True, "ignore_eos": True,
+                       "stream_options": {"include_usage": True}, "temperature": 0.8, "seed": index})
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    req = (f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
+           f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode()
+    sock.sendall(req)
+    data = b""
+    try:
+        while b"data: [DONE]" not in data:
+            part = sock.recv(65536)
+            if not part:
+                break
+            data += part
+            if disconnect_after is not None and data.count(b"data: ") >= disconnect_after:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                sock.close()  # an abrupt close (RST), mid-stream
+                results[index] = "disconnected"
+                return
+    finally:
+        if results[index] is None:
+            sock.close()
+    results[index] = data
+
+
+def test_disconnects_free_kv(server):
+    random.seed(7)
+    n, max_tokens = 100, 48
+    leavers = set(random.sample(range(n), 30))
+    results = [None] * n
+    threads = [threading.Thread(target=_stream, args=(server.port, max_tokens,
+                                                      random.randint(1, 20) if i in leavers else None, results, i))
+               for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for i in range(n):
+        if i in leavers:
+            assert results[i] == "disconnected"
+            continue
+        data = results[i]
+        assert isinstance(data, bytes) and b"data: [DONE]" in data, (i, data[-200:])
+        events = [json.loads(e[6:]) for e in data.decode().split("\r\n") if e.startswith("data: {")]
+        usage = [e["usage"] for e in events if e.get("usage")]
+        assert usage and usage[-1]["completion_tokens"] == max_tokens
+        assert [c["finish_reason"] for e in events for c in e["choices"] if c["finish_reason"]] == ["length"]
+    deadline = time.time() + 10
+    while True:
+        m = server.metrics()
+        if m["vllm:num_requests_running"] == 0 and m["vllm:num_requests_waiting"] == 0 and \
+                m["vllm:kv_cache_usage_perc"] == 0 and m["zerolayer:http_completions_in_flight"] == 0:
+            break
+        assert time.time() < deadline, m
+        time.sleep(0.05)
+    assert m["zerolayer:kv_blocks_used"] == 0
+    test_still_serving_after_bad_input(server)
+
+
+# ---------------------------------------------------------------- queue full, shutdown, goldens
+
+def test_queue_full_gives_503():
+    s = Server("--model", "dummy:tiny", "--max-num-seqs", "1", "--max-num-waiting", "1", "--max-seq-len", "1024",
+               "--kv-cache-memory", "16M", api_key=None)
+    try:
+        results = []
+        lock = threading.Lock()
+
+        def one():
+            r = s.request("POST", "/v1/completions", {"prompt": "q", "max_tokens": 1000, "ignore_eos": True})
+            with lock:
+                results.append(r)
+
+        threads = [threading.Thread(target=one) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        busy = [r for r in results if r[0] == 503]
+        assert busy, [r[0] for r in results]
+        assert busy[0][1].get("Retry-After") == "1"
+        assert json.loads(busy[0][2])["error"]["code"] == "queue_full"
+        assert any(r[0] == 200 for r in results)
+    finally:
+        assert s.stop() == 0
+
+
+def test_sigterm_ends_streams_and_exits_zero():
+    s = Server("--model", "dummy:tiny", "--max-seq-len", "1024", "--kv-cache-memory", "16M", api_key=None)
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+    conn.request("POST", "/v1/completions", json.dumps({"prompt": "long", "max_tokens": 1000, "ignore_eos": True,
+                                                        "stream": True}), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    first = resp.read(16)  # the first event is on its way: the request is in flight
+    assert first.startswith(b"data: ")
+    s.proc.send_signal(signal.SIGTERM)
+    rest = (first + resp.read()).decode()
+    conn.close()
+    assert rest.rstrip().endswith("data: [DONE]")
+    finals = [json.loads(e[6:])["choices"][0]["finish_reason"] for e in rest.split("\n\n") if e.startswith("data: {")]
+    assert finals[-1] == "abort"
+    assert s.proc.wait(30) == 0
+
+
+def test_stories260k_matches_golden():
+    model = SHARED / "models" / "stories260K.gguf"
+    if not model.exists():
+        pytest.skip(f"{model} is missing")
+    golden = json.loads((REPO / "tests" / "golden" / "generate" / "stories260K.json").read_text())
+    s = Server("--model", str(model), "--kv-cache-memory", "16M", api_key=None)
+    try:
+        for case in golden[:3]:
+            status, _, data = s.request("POST", "/v1/completions", {
+                "prompt": case["prompt"], "max_tokens": len(case["generated_ids"]), "temperature": 0,
+                "ignore_eos": True, "return_token_ids": True})
+            assert status == 200, data
+            choice = json.loads(data)["choices"][0]
+            assert choice["token_ids"] == case["generated_ids"]
+            assert choice["text"] == case["text"]
+            status, _, data = s.request("POST", "/tokenize", {"prompt": case["prompt"]})
+            assert json.loads(data)["tokens"] == case["prompt_ids"]
+    finally:
+        assert s.stop() == 0

@@ -1,0 +1,222 @@
+// Request parsing and validation for the OpenAI-compatible API: every bad
+// field comes back as a 400 naming it; good requests map onto engine requests.
+#include "server/openai_api.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "server/sse.h"
+
+namespace zl::server {
+namespace {
+
+using nlohmann::json;
+
+class OpenAiApiTest : public ::testing::Test {
+ protected:
+  OpenAiApiTest() : tokenizer_(make_byte_tokenizer(512)) {
+    limits_.vocab_size = 512;
+    limits_.max_seq_len = 64;
+  }
+
+  std::optional<ApiError> parse(const std::string& body) {
+    request_ = CompletionRequest();
+    return parse_completion_request(body, *tokenizer_, limits_, request_);
+  }
+  // The param named by the error, or "<ok>".
+  std::string param_of(const std::string& body) {
+    auto e = parse(body);
+    if (!e) return "<ok>";
+    EXPECT_EQ(e->http_status, 400) << body;
+    EXPECT_FALSE(e->message.empty());
+    return e->param;
+  }
+
+  std::unique_ptr<Tokenizer> tokenizer_;
+  ApiLimits limits_;
+  CompletionRequest request_;
+};
+
+TEST_F(OpenAiApiTest, ParsesAFullRequest) {
+  auto e = parse(R"({"model":"m","prompt":"Hi","n":2,"max_tokens":5,"temperature":0.5,"top_p":0.9,"top_k":7,
+    "min_p":0.1,"seed":42,"stop":["a","b"],"presence_penalty":0.5,"frequency_penalty":-0.5,"repetition_penalty":1.2,
+    "logprobs":3,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},"cache_salt":"t",
+    "priority":3,"echo":false})");
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(request_.model, "m");
+  ASSERT_EQ(request_.prompts.size(), 1u);
+  EXPECT_EQ(request_.prompts[0], (std::vector<int32_t>{256, 'H', 'i'}));  // bos added, as the engine does
+  EXPECT_EQ(request_.n, 2);
+  EXPECT_EQ(request_.max_tokens, 5);
+  EXPECT_FLOAT_EQ(request_.sampling.temperature, 0.5f);
+  EXPECT_EQ(request_.sampling.top_k, 7);
+  EXPECT_TRUE(request_.sampling.has_seed);
+  EXPECT_EQ(request_.sampling.num_top_logprobs, 3);
+  EXPECT_TRUE(request_.want_logprobs);
+  EXPECT_EQ(request_.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(request_.ignore_eos && request_.stream && request_.include_usage);
+  EXPECT_EQ(request_.cache_salt, "t");
+  EXPECT_EQ(request_.priority, 3);
+}
+
+TEST_F(OpenAiApiTest, PromptShapes) {
+  ASSERT_FALSE(parse(R"({"prompt":["a","bc"]})"));
+  EXPECT_EQ(request_.prompts.size(), 2u);
+  ASSERT_FALSE(parse(R"({"prompt":[1,2,3]})"));
+  EXPECT_EQ(request_.prompts, (std::vector<std::vector<int32_t>>{{1, 2, 3}}));
+  ASSERT_FALSE(parse(R"({"prompt":[[1],[2,3]]})"));
+  EXPECT_EQ(request_.prompts.size(), 2u);
+  ASSERT_FALSE(parse(R"({"prompt":"x","logprobs":0})"));
+  EXPECT_TRUE(request_.want_logprobs);
+  EXPECT_EQ(request_.sampling.num_top_logprobs, 0);
+  ASSERT_FALSE(parse(R"({"prompt":"x"})"));
+  EXPECT_FALSE(request_.want_logprobs);
+  EXPECT_EQ(request_.max_tokens, 16);
+}
+
+TEST_F(OpenAiApiTest, BadFieldsAreNamed) {
+  EXPECT_EQ(param_of(R"({})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":""})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":[]})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":[[]]})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":7})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":[1,512]})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":[-1]})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":[1.5]})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":")" + std::string(100, 'x') + R"("})"), "prompt");  // beyond max_seq_len 64
+  EXPECT_EQ(param_of(R"({"prompt":"x","max_tokens":0})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt":"x","max_tokens":65})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt":"x","max_tokens":"5"})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt":"x","max_tokens":18446744073709551615})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt":"x","temperature":-0.1})"), "temperature");
+  EXPECT_EQ(param_of(R"({"prompt":"x","temperature":1e300})"), "temperature");
+  EXPECT_EQ(param_of(R"({"prompt":"x","top_p":0})"), "top_p");
+  EXPECT_EQ(param_of(R"({"prompt":"x","top_k":-2})"), "top_k");
+  EXPECT_EQ(param_of(R"({"prompt":"x","top_k":1e40})"), "top_k");
+  EXPECT_EQ(param_of(R"({"prompt":"x","min_p":1.5})"), "min_p");
+  EXPECT_EQ(param_of(R"({"prompt":"x","repetition_penalty":0})"), "repetition_penalty");
+  EXPECT_EQ(param_of(R"({"prompt":"x","presence_penalty":2.5})"), "presence_penalty");
+  EXPECT_EQ(param_of(R"({"prompt":"x","frequency_penalty":-2.5})"), "frequency_penalty");
+  EXPECT_EQ(param_of(R"({"prompt":"x","n":0})"), "n");
+  EXPECT_EQ(param_of(R"({"prompt":"x","n":129})"), "n");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logprobs":21})"), "logprobs");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logprobs":true})"), "logprobs");
+  EXPECT_EQ(param_of(R"({"prompt":"x","seed":1.5})"), "seed");
+  EXPECT_EQ(param_of(R"({"prompt":"x","stop":3})"), "stop");
+  EXPECT_EQ(param_of(R"({"prompt":"x","stop":[3]})"), "stop");
+  EXPECT_EQ(param_of(R"({"prompt":"x","stream":1})"), "stream");
+  EXPECT_EQ(param_of(R"({"prompt":"x","stream_options":{"include_usage":true}})"), "stream_options");
+  EXPECT_EQ(param_of(R"({"prompt":"x","stream":true,"stream_options":{"include_usage":1}})"),
+            "stream_options.include_usage");
+  EXPECT_EQ(param_of(R"({"prompt":"x","echo":true})"), "echo");
+  EXPECT_EQ(param_of(R"({"prompt":"x","best_of":3})"), "best_of");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1":2}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"x","priority":99999999999})"), "priority");
+  EXPECT_EQ(param_of(R"({"prompt":"x","cache_salt":5})"), "cache_salt");
+  EXPECT_EQ(param_of(R"({"prompt":"x","model":5})"), "model");
+}
+
+TEST_F(OpenAiApiTest, TooManyStopStrings) {
+  json body{{"prompt", "x"}, {"stop", json::array()}};
+  for (int i = 0; i < 1000; ++i) body["stop"].push_back(std::to_string(i) + "s");
+  auto e = parse(body.dump());
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "stop");
+  EXPECT_NE(e->message.find("1000"), std::string::npos);
+  body["stop"] = json::array({"a", "b"});
+  EXPECT_FALSE(parse(body.dump()));
+}
+
+TEST_F(OpenAiApiTest, MalformedJsonNamesTheFieldWhenItCan) {
+  EXPECT_EQ(param_of(R"({"prompt":"x","temperature":NaN})"), "temperature");
+  EXPECT_EQ(param_of(R"({"prompt":"x", "top_p" : -Infinity})"), "top_p");
+  EXPECT_EQ(param_of("{\"prompt\":\"\xff\"}"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":)"), "prompt");
+  EXPECT_EQ(param_of("nonsense"), "");
+  EXPECT_EQ(param_of("[1,2]"), "");
+  EXPECT_EQ(param_of(std::string(100000, '[')), "");
+  EXPECT_EQ(param_of(""), "");
+}
+
+TEST_F(OpenAiApiTest, ChoicesAndSeeds) {
+  ASSERT_FALSE(parse(R"({"prompt":["a","b"],"n":3,"seed":10,"max_tokens":4,"stop":"z"})"));
+  Request r = make_engine_request(request_, 1, 2);
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{256, 'b'}));
+  EXPECT_EQ(r.sampling.seed, 12u);
+  EXPECT_EQ(r.max_new_tokens, 4);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"z"}));
+  limits_.max_choices = 5;
+  EXPECT_EQ(param_of(R"({"prompt":["a","b"],"n":3})"), "n");
+}
+
+TEST_F(OpenAiApiTest, SubmitErrorsMapToStatuses) {
+  ApiError full = submit_error(resource_exhausted("the waiting queue is full (4 requests); retry later"));
+  EXPECT_EQ(full.http_status, 503);
+  EXPECT_EQ(full.code, "queue_full");
+  ApiError context = submit_error(out_of_range("prompt: 90 tokens do not fit the context"));
+  EXPECT_EQ(context.http_status, 400);
+  EXPECT_EQ(context.param, "prompt");
+  ApiError kv = submit_error(resource_exhausted("the request needs 900 tokens of KV memory"));
+  EXPECT_EQ(kv.http_status, 400);
+  EXPECT_EQ(submit_error(invalid_argument("max_new_tokens must be at least 1")).param, "max_tokens");
+  EXPECT_EQ(submit_error(invalid_argument("top_p must be in (0, 1]")).param, "top_p");
+}
+
+TEST_F(OpenAiApiTest, ResponseBodies) {
+  ASSERT_FALSE(parse(R"({"prompt":"a","logprobs":1})"));
+  ChoiceOutput c;
+  c.text = "hi";
+  c.token_ids = {'h', 'i'};
+  c.token_logprobs = {-0.5f, -0.25f};
+  c.top_logprobs = {{{'h', -0.5f}}, {{'i', -0.25f}}};
+  FinishEvent f;
+  f.reason = FinishReason::kLength;
+  f.num_prompt_tokens = 2;
+  f.num_generated_tokens = 2;
+  f.timings.first_token_s = 0.01;
+  f.timings.finish_s = 0.03;
+  c.finish = f;
+  ResponseMeta meta{"cmpl-1", 7, "m"};
+  std::vector<ChoiceOutput> choices{c};
+  json body = json::parse(completion_body(meta, request_, choices, *tokenizer_));
+  EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["choices"][0]["text"], "hi");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(body["choices"][0]["logprobs"]["tokens"], json::array({"h", "i"}));
+  EXPECT_EQ(body["choices"][0]["logprobs"]["text_offset"], json::array({0, 1}));
+  EXPECT_EQ(body["usage"]["total_tokens"], 4);
+  EXPECT_EQ(body["timings"]["predicted_n"], 2);
+  EXPECT_NEAR(body["timings"]["predicted_ms"].get<double>(), 20.0, 1e-6);
+
+  c.text = "\xff";  // a lone byte must not make dump() throw
+  json chunk = json::parse(completion_chunk(meta, 0, c, request_, *tokenizer_));
+  EXPECT_EQ(chunk["choices"][0]["text"], "\xEF\xBF\xBD");
+  json err = json::parse(error_body(ApiError{400, "bad", "invalid_request_error", "", ""}));
+  EXPECT_TRUE(err["error"]["param"].is_null());
+  EXPECT_EQ(err["error"]["message"], "bad");
+}
+
+TEST_F(OpenAiApiTest, TokenizeAndDetokenize) {
+  std::string out;
+  ASSERT_FALSE(tokenize_body(R"({"prompt":"Hi","add_special_tokens":false})", *tokenizer_, limits_, out));
+  EXPECT_EQ(json::parse(out), json::parse(R"({"tokens":[72,105],"count":2,"max_model_len":64})"));
+  ASSERT_FALSE(detokenize_body(R"({"tokens":[72,105]})", *tokenizer_, limits_, out));
+  EXPECT_EQ(json::parse(out)["prompt"], "Hi");
+  auto e = detokenize_body(R"({"tokens":[72,600]})", *tokenizer_, limits_, out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "tokens");
+  e = tokenize_body(R"({"prompt":1})", *tokenizer_, limits_, out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "prompt");
+}
+
+TEST(SseTest, Framing) {
+  EXPECT_EQ(sse_chunk("{}"), "a\r\ndata: {}\n\n\r\n");
+  EXPECT_EQ(sse_done_chunk(), "e\r\ndata: [DONE]\n\n\r\n");
+  EXPECT_EQ(http_last_chunk(), "0\r\n\r\n");
+}
+
+}  // namespace
+}  // namespace zl::server
