@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/histogram.h"
 #include "engine/kv_pool.h"
 #include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
@@ -54,6 +55,15 @@ struct EngineStats {
   // Scheduling gap: host time between the end of one forward pass and the
   // start of the next, while work remains (µs, over all steps so far).
   double sched_gap_p50_us = 0, sched_gap_p99_us = 0, sched_gap_max_us = 0;
+  // Full distributions in ns, over all steps / finished requests so far.
+  Histogram sched_gap_ns;
+  Histogram batch_seqs;              // sequences per step
+  Histogram batch_tokens;            // tokens per step
+  Histogram time_to_first_token_ns;
+  Histogram inter_token_ns;          // between consecutive tokens of a request
+  Histogram e2e_ns;                  // submit to finish
+  Histogram queue_ns;                // submit to admission
+  Histogram prefill_ns;              // admission to prompt computed
   double batch_size_mean = 0, tokens_per_step_mean = 0;
 };
 

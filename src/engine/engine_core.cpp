@@ -187,6 +187,8 @@ void EngineCore::step() {
   num_steps_++;
   sum_batch_seqs_ += static_cast<int64_t>(scheduled_.size());
   sum_batch_tokens_ += static_cast<int64_t>(batch_tokens_.size());
+  batch_seqs_.record(scheduled_.size());
+  batch_tokens_hist_.record(batch_tokens_.size());
   if (!status.ok()) {
     for (const Scheduled& s : scheduled_) finish(s.seq, FinishReason::kError, status.message().c_str(), end);
   } else {
@@ -221,6 +223,7 @@ void EngineCore::sample_next(Sequence* seq, float* logits, Clock::time_point now
   if (req.min_token_prob > 0.0f && std::exp(sample.logprob) < req.min_token_prob)
     return finish(seq, FinishReason::kStop, "min_token_prob", now);
   seq->tokens.push_back(token);
+  if (seq->last_token_at != Clock::time_point()) inter_token_ns_.record(nanos_between(seq->last_token_at, now));
   seq->last_token_at = now;
   generation_tokens_total_++;
   TokenEvent event;
@@ -255,6 +258,10 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   event.timings.finish_s = since_submit(now);
   if (seq->state == SeqState::kRunning) pool_.release(seq->blocks);
   seq->state = SeqState::kFinished;
+  e2e_ns_.record(nanos_between(seq->submitted_at, now));
+  if (seq->admitted_once) queue_ns_.record(nanos_between(seq->submitted_at, seq->admitted_at));
+  if (seq->prefilled_at != Clock::time_point()) prefill_ns_.record(nanos_between(seq->admitted_at, seq->prefilled_at));
+  if (seq->first_token_at != Clock::time_point()) ttft_ns_.record(nanos_between(seq->submitted_at, seq->first_token_at));
   num_finished_++;
   seq->request.sink->on_finish(event);
 }
@@ -277,6 +284,14 @@ EngineStats EngineCore::stats() const {
   s.sched_gap_p50_us = static_cast<double>(sched_gap_ns_.quantile(0.5)) / 1e3;
   s.sched_gap_p99_us = static_cast<double>(sched_gap_ns_.quantile(0.99)) / 1e3;
   s.sched_gap_max_us = static_cast<double>(sched_gap_ns_.max()) / 1e3;
+  s.sched_gap_ns = sched_gap_ns_;
+  s.batch_seqs = batch_seqs_;
+  s.batch_tokens = batch_tokens_hist_;
+  s.time_to_first_token_ns = ttft_ns_;
+  s.inter_token_ns = inter_token_ns_;
+  s.e2e_ns = e2e_ns_;
+  s.queue_ns = queue_ns_;
+  s.prefill_ns = prefill_ns_;
   if (num_steps_ > 0) {
     s.batch_size_mean = static_cast<double>(sum_batch_seqs_) / static_cast<double>(num_steps_);
     s.tokens_per_step_mean = static_cast<double>(sum_batch_tokens_) / static_cast<double>(num_steps_);

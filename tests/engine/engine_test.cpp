@@ -90,6 +90,10 @@ TEST_F(EngineTest, GreedyRequestFinishesOnceWithLengthAndTimings) {
   EXPECT_LE(t.queue_s, t.first_token_s);
   EngineStats stats = engine_->stats();
   EXPECT_EQ(stats.kv.num_used_blocks, 0);
+  EXPECT_GE(stats.inter_token_ns.count(), 11u);
+  EXPECT_GE(stats.time_to_first_token_ns.count(), 1u);
+  EXPECT_GE(stats.e2e_ns.count(), 1u);
+  EXPECT_GT(stats.e2e_ns.quantile(0.5), 0u);
 }
 
 TEST_F(EngineTest, TextPromptIsTokenizedWithBos) {

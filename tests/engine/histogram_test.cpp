@@ -1,0 +1,31 @@
+#include "engine/histogram.h"
+
+#include <gtest/gtest.h>
+
+namespace zl {
+namespace {
+
+TEST(HistogramTest, QuantilesWithinBucketResolution) {
+  Histogram h;
+  for (uint64_t v = 1; v <= 10000; ++v) h.record(v * 1000);  // 1 µs .. 10 ms
+  EXPECT_EQ(h.count(), 10000u);
+  EXPECT_EQ(h.max(), 10000000u);
+  auto near = [](uint64_t got, double want) { return got >= want * 0.999 && got <= want * 1.07; };
+  EXPECT_TRUE(near(h.quantile(0.5), 5000000.0)) << h.quantile(0.5);
+  EXPECT_TRUE(near(h.quantile(0.99), 9900000.0)) << h.quantile(0.99);
+  EXPECT_EQ(h.quantile(1.0), h.max());
+  EXPECT_NEAR(h.mean(), 5000500.0, 1.0);
+}
+
+TEST(HistogramTest, SmallValuesAreExact) {
+  Histogram h;
+  for (uint64_t v : {0u, 1u, 3u, 3u, 15u}) h.record(v);
+  EXPECT_EQ(h.quantile(0.0), 0u);
+  EXPECT_EQ(h.quantile(0.5), 3u);
+  EXPECT_EQ(h.quantile(1.0), 15u);
+  Histogram empty;
+  EXPECT_EQ(empty.quantile(0.5), 0u);
+}
+
+}  // namespace
+}  // namespace zl
