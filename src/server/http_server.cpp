@@ -37,6 +37,12 @@ std::string json_error(int status, std::string message, std::string type, std::s
   return error_body(ApiError{status, std::move(message), std::move(type), "", std::move(code)});
 }
 
+std::vector<std::unique_ptr<net::io_context>> make_io_contexts(int32_t n) {
+  std::vector<std::unique_ptr<net::io_context>> iocs;
+  for (int32_t i = 0; i < std::max(n, 1); ++i) iocs.push_back(std::make_unique<net::io_context>(1));
+  return iocs;
+}
+
 enum class Route { kCompletions, kChat, kModels, kHealth, kMetrics, kTokenize, kDetokenize };
 
 struct RouteEntry {
@@ -68,7 +74,9 @@ class Session;
 
 class HttpServer::Impl {
  public:
-  explicit Impl(const HttpServerConfig& c) : config(c), acceptor(net::make_strand(ioc)) {}
+  explicit Impl(const HttpServerConfig& c) : config(c), iocs(make_io_contexts(c.num_io_threads)), acceptor(*iocs[0]) {
+    for (auto& ioc : iocs) work.push_back(net::make_work_guard(*ioc));
+  }
 
   Status listen();
   void accept();
@@ -87,10 +95,15 @@ class HttpServer::Impl {
   JobRegistry registry;
   std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
 
-  net::io_context ioc;
-  // Keeps run() going while streams wait for engine events with no socket
+  // One io_context per I/O thread, each connection pinned to one of them:
+  // a connection's handlers then never hop threads (no strand, no wakeup of
+  // another core per operation), which halves a keep-alive round trip
+  // against one io_context shared by several threads.
+  std::vector<std::unique_ptr<net::io_context>> iocs;
+  // Keep run() going while streams wait for engine events with no socket
   // operation pending (and after the acceptor closes at shutdown).
-  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(ioc);
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
+  size_t next_ioc = 0;  // acceptor's thread only
   tcp::acceptor acceptor;
   std::vector<std::thread> threads;
   int32_t bound_port = 0;
@@ -112,7 +125,8 @@ class HttpServer::Impl {
 };
 
 // One TCP connection: reads requests one at a time, answers each through the
-// ResponseWriter interface, and keeps the connection for the next.
+// ResponseWriter interface, and keeps the connection for the next. All its
+// handlers run on its io_context's single thread.
 class Session : public ResponseWriter, public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {}
@@ -293,7 +307,7 @@ class Session : public ResponseWriter, public std::enable_shared_from_this<Sessi
 
 Status HttpServer::Impl::listen() {
   beast::error_code ec;
-  tcp::resolver resolver(ioc);
+  tcp::resolver resolver(*iocs[0]);
   auto results = resolver.resolve(config.host, std::to_string(config.port), ec);
   if (ec || results.empty()) return invalid_argument("--host ", config.host, ": cannot resolve: ", ec.message());
   tcp::endpoint endpoint = results.begin()->endpoint();
@@ -307,7 +321,8 @@ Status HttpServer::Impl::listen() {
 }
 
 void HttpServer::Impl::accept() {
-  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+  net::io_context& target = *iocs[next_ioc++ % iocs.size()];
+  acceptor.async_accept(target, [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (!acceptor.is_open()) return;
       log_warn("http: accept failed: ", ec.message());
@@ -453,8 +468,8 @@ void HttpServer::Impl::shutdown(double timeout_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  work.reset();
-  ioc.stop();
+  work.clear();
+  for (auto& ioc : iocs) ioc->stop();
   for (std::thread& t : threads) t.join();
   threads.clear();
 }
@@ -471,7 +486,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerConfig& 
   ZL_RETURN_IF_ERROR(impl->listen());
   impl->accept();
   Impl* raw = impl.get();
-  for (int32_t i = 0; i < config.num_io_threads; ++i) raw->threads.emplace_back([raw] { raw->ioc.run(); });
+  for (auto& ioc : raw->iocs) raw->threads.emplace_back([io = ioc.get()] { io->run(); });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
