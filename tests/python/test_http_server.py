@@ -486,6 +486,9 @@ def test_disconnects_free_kv(server):
         assert time.time() < deadline, m
         time.sleep(0.05)
     assert m["zerolayer:kv_blocks_used"] == 0
+    # Most leavers are seen mid-stream (a write fails) and aborted, not run to the end.
+    print("client disconnects seen:", m["zerolayer:http_client_disconnects_total"])
+    assert m["zerolayer:http_client_disconnects_total"] >= 10
     test_still_serving_after_bad_input(server)
 
 
