@@ -1,0 +1,214 @@
+// ShmServer + the C client in one process: greedy equality with the
+// in-process path, malformed records, cancel, a refused live segment, and
+// many concurrent clients each getting exactly one terminal record.
+#include "transport/shm_server.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include "engine/collecting_sink.h"
+#include "shm_test_util.h"
+
+namespace zl::test {
+namespace {
+
+class ShmServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine_ = make_tiny_engine();
+    ASSERT_NE(engine_, nullptr);
+    name_ = unique_shm_name("server");
+    auto server = ShmServer::start(*engine_, {name_, 16 << 20});
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    server_ = std::move(*server);
+    ASSERT_EQ(zl_client_connect(name_.c_str(), &client_), ZL_OK) << zl_client_last_error(nullptr);
+  }
+  void TearDown() override {
+    if (client_) zl_client_close(client_);
+    server_.reset();
+    engine_.reset();
+  }
+
+  // A well-formed raw SUBMIT record for this client.
+  zl_shm_request raw_record(uint64_t id) {
+    zl_shm_request r;
+    std::memset(&r, 0, sizeof(r));
+    r.kind = ZL_SHM_REQUEST_SUBMIT;
+    r.client_slot = zl_client_slot(client_);
+    r.client_generation = zl_client_generation(client_);
+    r.client_request_id = id;
+    r.prompt_kind = ZL_SHM_PROMPT_TOKENS;
+    r.prompt_count = 2;
+    int32_t ids[2] = {5, 6};
+    std::memcpy(r.payload, ids, sizeof(ids));
+    r.payload_bytes = sizeof(ids);
+    r.sampling.temperature = 0.0f;
+    r.sampling.top_p = 1.0f;
+    r.sampling.repetition_penalty = 1.0f;
+    r.max_new_tokens = 4;
+    return r;
+  }
+
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ShmServer> server_;
+  std::string name_;
+  zl_client* client_ = nullptr;
+};
+
+TEST_F(ShmServerTest, GreedyTokensMatchInProcess) {
+  std::vector<int32_t> prompt = {1, 17, 42, 99, 7, 3};
+  auto sink = std::make_shared<CollectingSink>();
+  Request in_process;
+  in_process.prompt_ids = prompt;
+  in_process.sampling.temperature = 0.0f;
+  in_process.max_new_tokens = 24;
+  in_process.ignore_eos = true;
+  in_process.sink = sink;
+  ASSERT_TRUE(engine_->submit(std::move(in_process)).ok());
+  ASSERT_TRUE(sink->wait(10));
+
+  zl_request request = greedy_request(prompt, 24);
+  uint64_t id = 0;
+  ASSERT_EQ(zl_client_submit(client_, &request, &id), ZL_OK) << zl_client_last_error(client_);
+  ShmResult result = read_until_terminal(client_, id);
+  ASSERT_EQ(result.status, ZL_OK) << zl_client_last_error(client_);
+  EXPECT_EQ(result.tokens, sink->tokens);
+  EXPECT_EQ(result.text, sink->text);
+  EXPECT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_FINISH));
+  EXPECT_EQ(result.terminal.finish_reason, uint32_t(ZL_SHM_FINISH_LENGTH));
+  EXPECT_EQ(result.terminal.num_generated_tokens, 24);
+  EXPECT_EQ(result.terminal.num_prompt_tokens, int32_t(prompt.size()));
+  EXPECT_GT(result.terminal.finish_s, 0.0);
+}
+
+TEST_F(ShmServerTest, TextPromptWithStopAndSaltAndSignature) {
+  zl_request request;
+  zl_request_init(&request);
+  request.prompt_text = "Hello, shared memory";
+  request.prompt_text_bytes = uint32_t(std::strlen(request.prompt_text));
+  request.max_new_tokens = 8;
+  request.sampling.has_seed = 1;
+  request.sampling.seed = 7;
+  const char* stops[] = {"zzzz-never"};
+  request.stop = stops;
+  request.num_stop = 1;
+  request.cache_salt = "tenant-a";
+  uint8_t signature[16] = {1, 2, 3};
+  request.signature = signature;
+  uint64_t id = 0;
+  ASSERT_EQ(zl_client_submit(client_, &request, &id), ZL_OK);
+  ShmResult result = read_until_terminal(client_, id);
+  ASSERT_EQ(result.status, ZL_OK);
+  EXPECT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_FINISH));
+  EXPECT_EQ(server_->stats().num_signature_hints, 1);
+}
+
+// Each malformed record gets one ERROR record naming the field; the server
+// keeps serving the next request.
+TEST_F(ShmServerTest, MalformedRecordsAreRejected) {
+  struct Case {
+    const char* field;
+    void (*mutate)(zl_shm_request&);
+  };
+  const Case cases[] = {
+      {"prompt_count", [](zl_shm_request& r) { r.prompt_count = 1u << 30; }},
+      {"payload_bytes", [](zl_shm_request& r) { r.payload_bytes = ZL_SHM_REQUEST_PAYLOAD_BYTES + 1; }},
+      {"payload_bytes", [](zl_shm_request& r) { r.payload_bytes += 4; }},
+      {"stop_bytes", [](zl_shm_request& r) { r.num_stop = 1; r.stop_bytes[0] = 100000; }},
+      {"num_stop", [](zl_shm_request& r) { r.num_stop = 1000; }},
+      {"prompt_kind", [](zl_shm_request& r) { r.prompt_kind = 9; }},
+      {"kind", [](zl_shm_request& r) { r.kind = 77; }},
+      {"temperature", [](zl_shm_request& r) { r.sampling.temperature = std::nanf(""); }},
+      {"top_p", [](zl_shm_request& r) { r.sampling.top_p = std::nanf(""); }},
+      {"min_token_prob", [](zl_shm_request& r) { r.min_token_prob = std::nanf(""); }},
+      {"ignore_eos", [](zl_shm_request& r) { r.ignore_eos = 3; }},
+      {"max_new_tokens", [](zl_shm_request& r) { r.max_new_tokens = -5; }},
+      {"prompt token", [](zl_shm_request& r) { reinterpret_cast<int32_t*>(r.payload)[0] = 1 << 30; }},
+      {"cache_salt_bytes", [](zl_shm_request& r) { r.cache_salt_bytes = 1u << 31; }},
+  };
+  uint64_t id = 1000;
+  for (const Case& c : cases) {
+    zl_shm_request record = raw_record(++id);
+    c.mutate(record);
+    ASSERT_EQ(zl_client_submit_raw(client_, &record), ZL_OK);
+    ShmResult result = read_until_terminal(client_, id);
+    ASSERT_EQ(result.status, ZL_OK) << c.field;
+    EXPECT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_ERROR)) << c.field;
+    std::string message(result.terminal.text, result.terminal.text_bytes);
+    EXPECT_NE(message.find(c.field), std::string::npos) << "message '" << message << "' should name " << c.field;
+  }
+  // A record for a slot that does not exist cannot be answered: dropped and counted.
+  zl_shm_request unroutable = raw_record(++id);
+  unroutable.client_slot = 1u << 20;
+  ASSERT_EQ(zl_client_submit_raw(client_, &unroutable), ZL_OK);
+
+  zl_shm_request good = raw_record(++id);
+  ASSERT_EQ(zl_client_submit_raw(client_, &good), ZL_OK);
+  ShmResult result = read_until_terminal(client_, id);
+  EXPECT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_FINISH));
+  EXPECT_EQ(result.tokens.size(), 4u);
+  EXPECT_EQ(server_->stats().num_unroutable, 1);
+  EXPECT_EQ(server_->stats().num_rejected, int64_t(std::size(cases)));
+}
+
+TEST_F(ShmServerTest, CancelEndsWithAborted) {
+  std::vector<int32_t> prompt = {1, 2, 3};
+  zl_request request = greedy_request(prompt, 900);
+  uint64_t id = 0;
+  ASSERT_EQ(zl_client_submit(client_, &request, &id), ZL_OK);
+  zl_event event;
+  ASSERT_EQ(zl_client_next_event(client_, &event, 5000), ZL_OK);
+  ASSERT_EQ(event.record.kind, uint32_t(ZL_SHM_RESPONSE_TOKEN)) << std::string(event.record.text, event.record.text_bytes);
+  ASSERT_EQ(zl_client_cancel(client_, id), ZL_OK);
+  ShmResult result = read_until_terminal(client_, id);
+  ASSERT_EQ(result.status, ZL_OK) << result.tokens.size() << " tokens; stats: overflows "
+                                  << server_->stats().num_overflows << " running " << engine_->stats().num_running;
+  EXPECT_EQ(result.terminal.finish_reason, uint32_t(ZL_SHM_FINISH_ABORTED));
+  EXPECT_LT(result.terminal.num_generated_tokens, 900);
+}
+
+TEST_F(ShmServerTest, LiveSegmentIsRefused) {
+  auto second = ShmServer::start(*engine_, {name_, 16 << 20});
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find(name_), std::string::npos) << second.status().message();
+}
+
+TEST_F(ShmServerTest, ManyConcurrentClientsGetOneTerminalEach) {
+  constexpr int kThreads = 16, kRequests = 20;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      zl_client* client = nullptr;
+      if (zl_client_connect(name_.c_str(), &client) != ZL_OK) return void(failures++);
+      std::map<uint64_t, int> terminals;
+      std::vector<int32_t> prompt = {t + 1, 2, 3};
+      for (int i = 0; i < kRequests; ++i) {
+        zl_request request = greedy_request(prompt, 1 + (i % 5));
+        uint64_t id = 0;
+        if (zl_client_submit(client, &request, &id) != ZL_OK) failures++;
+        terminals[id] = 0;
+      }
+      int remaining = kRequests;
+      zl_event event;
+      while (remaining > 0 && zl_client_next_event(client, &event, 10000) == ZL_OK)
+        if (zl_event_is_terminal(&event)) {
+          terminals[event.record.client_request_id]++;
+          if (event.record.kind != ZL_SHM_RESPONSE_FINISH) failures++;
+          remaining--;
+        }
+      for (auto& [id, n] : terminals)
+        if (n != 1) failures++;
+      if (remaining != 0) failures++;
+      zl_client_close(client);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(server_->stats().num_submitted, kThreads * kRequests);
+}
+
+}  // namespace
+}  // namespace zl::test
