@@ -1,0 +1,69 @@
+"""The pure-Python shared-memory client against a live server.
+
+Run by tests/transport/shm_python_slow_test.cpp, which starts the servers and
+passes, through the environment:
+  ZL_TEST_SHM_NAME          a live in-process server (dummy:tiny)
+  ZL_TEST_EXPECTED_TOKENS   greedy tokens of prompt [1,17,42,99,7,3], 24 new, from the in-process API
+  ZL_TEST_DOOMED_SHM_NAME   a server in a child process that this suite kills
+  ZL_TEST_DOOMED_PID        its pid
+"""
+import math
+import os
+import signal
+import time
+
+import pytest
+
+import zerolayer_client as zl
+
+NAME = os.environ.get("ZL_TEST_SHM_NAME")
+pytestmark = pytest.mark.skipif(not NAME, reason="needs a server started by shm_python_slow_test")
+
+
+@pytest.fixture
+def client():
+    with zl.connect(NAME) as c:
+        yield c
+
+
+def test_greedy_tokens_match_in_process(client):
+    expected = [int(t) for t in os.environ["ZL_TEST_EXPECTED_TOKENS"].split(",")]
+    result = client.generate([1, 17, 42, 99, 7, 3], max_new_tokens=24, temperature=0.0, ignore_eos=True)
+    assert result.tokens == expected
+    assert result.finish_reason == "length"
+    assert result.num_generated_tokens == 24
+    assert result.timings["finish_s"] > 0
+
+
+def test_streaming_text_prompt(client):
+    events = list(client.stream("Hello from Python", max_new_tokens=5, temperature=0.0, ignore_eos=True))
+    assert [e.kind for e in events].count(zl.RESPONSE_FINISH) == 1
+    assert events[-1].kind == zl.RESPONSE_FINISH
+    assert sum(e.kind == zl.RESPONSE_TOKEN for e in events) == 5
+    assert all(e.read_ns >= e.sink_ns for e in events)
+
+
+def test_rejected_request_names_the_field(client):
+    with pytest.raises(zl.RequestError, match="temperature"):
+        client.generate([1, 2], max_new_tokens=4, temperature=math.nan)
+    with pytest.raises(zl.RequestError, match="prompt token"):
+        client.generate([10**6], max_new_tokens=4)
+    assert client.generate([1, 2], max_new_tokens=3, temperature=0.0, ignore_eos=True).num_generated_tokens == 3
+
+
+def test_breaking_out_of_a_stream_cancels(client):
+    for event in client.stream([1, 2, 3], max_new_tokens=900, temperature=0.0, ignore_eos=True):
+        break
+    # The next request on the same client still works; the cancelled one's events are skipped.
+    assert client.generate([4, 5], max_new_tokens=2, temperature=0.0, ignore_eos=True).num_generated_tokens == 2
+
+
+def test_killed_server_raises_within_a_second():
+    name, pid = os.environ["ZL_TEST_DOOMED_SHM_NAME"], int(os.environ["ZL_TEST_DOOMED_PID"])
+    with zl.connect(name) as c:
+        assert c.generate([1, 2], max_new_tokens=2, temperature=0.0, ignore_eos=True).num_generated_tokens == 2
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        with pytest.raises(zl.ServerDeadError):
+            c.next_event(timeout=10)
+        assert time.monotonic() - killed < 1.0
