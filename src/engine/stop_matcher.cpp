@@ -11,6 +11,7 @@ StopMatcher::StopMatcher(std::vector<std::string> stops) {
 
 std::string StopMatcher::push(std::string_view text) {
   if (stopped_) return "";
+  if (stops_.empty()) return std::string(text);  // the common case: nothing to hold back
   pending_.append(text);
   // The earliest complete stop string wins.
   size_t first = std::string::npos;

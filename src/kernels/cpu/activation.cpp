@@ -56,7 +56,7 @@ void swiglu_f32(const float* gate, const float* up, float* out, int64_t n) {
   swiglu_f32_scalar(gate, up, out, n);
 }
 
-__attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+__attribute__((target_clones("avx512f", "fma", "default")))
 void add_f32(const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }

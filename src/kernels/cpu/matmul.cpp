@@ -146,7 +146,7 @@ void matmul(ThreadPool& pool, const float* x, const WeightMatrix& w, const float
 // 32 independent partial sums: GCC turns the inner loop into vector FMAs
 // without -ffast-math (no reassociation across lanes is needed), and two
 // vector accumulators at AVX-512 width hide the FMA latency.
-__attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+__attribute__((target_clones("avx512f", "fma", "default")))
 float dot_f32(const float* a, const float* b, int64_t n) {
   constexpr int kLanes = 32;
   float acc[kLanes] = {};

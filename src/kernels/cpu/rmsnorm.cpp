@@ -6,7 +6,7 @@
 
 namespace zl::cpu {
 
-__attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+__attribute__((target_clones("avx512f", "fma", "default")))
 void rmsnorm_f32(const float* x, const float* weight, float* y, int64_t num_rows, int64_t dim,
                  float eps) {
   for (int64_t r = 0; r < num_rows; ++r) {
