@@ -24,7 +24,7 @@ namespace {
 using zl::shm::atomic;
 using zl::shm::now_ns;
 
-constexpr int kSpinIterations = 4000;              // before sleeping on the futex
+constexpr uint64_t kDefaultSpinNs = 20'000;        // before sleeping on the futex (zl_client_set_spin_us)
 constexpr uint64_t kSleepSliceNs = 100'000'000;    // futex timeout: liveness checks in between
 constexpr uint64_t kRingFullWaitNs = 5'000'000'000ull;
 
@@ -46,6 +46,7 @@ struct zl_client {
   uint64_t generation = 0;
   uint64_t next_id = 1;
   uint64_t dequeue_pos = 0;
+  uint64_t spin_ns = kDefaultSpinNs;
   std::string error;
   std::atomic<bool> stop{false};
   std::thread heartbeat;
@@ -283,7 +284,8 @@ int zl_client_next_event(zl_client* c, zl_event* event, int timeout_ms) {
   uint32_t num_slots = c->header().response_ring_slots;
   uint64_t start = now_ns();
   uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : start + uint64_t(timeout_ms) * 1'000'000;
-  for (int spins = 0;; ++spins) {
+  uint64_t spin_until = start + c->spin_ns;
+  for (uint32_t spins = 0;; ++spins) {
     zl_shm_response_slot& slot = c->layout.response_slot(c->slot, c->dequeue_pos);
     if (zl::shm::ring_ready(slot, c->dequeue_pos)) {
       std::memcpy(&event->record, &slot.response, sizeof(zl_shm_response));
@@ -294,7 +296,7 @@ int zl_client_next_event(zl_client* c, zl_event* event, int timeout_ms) {
       if (event->record.num_top_logprobs > ZL_SHM_MAX_TOP_LOGPROBS) event->record.num_top_logprobs = 0;
       return ZL_OK;
     }
-    if (spins < kSpinIterations) {
+    if ((spins & 63) != 0 || now_ns() < spin_until) {
       cpu_relax();
       continue;
     }
@@ -357,6 +359,8 @@ const char* zl_status_name(int status) {
 int zl_event_is_terminal(const zl_event* e) {
   return e->record.kind == ZL_SHM_RESPONSE_FINISH || e->record.kind == ZL_SHM_RESPONSE_ERROR;
 }
+
+void zl_client_set_spin_us(zl_client* c, uint32_t spin_us) { c->spin_ns = uint64_t(spin_us) * 1000; }
 
 uint32_t zl_client_slot(const zl_client* c) { return c->slot; }
 uint64_t zl_client_generation(const zl_client* c) { return c->generation; }

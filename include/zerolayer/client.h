@@ -88,7 +88,12 @@ ZL_CLIENT_API int zl_client_stream(zl_client* client, const zl_request* request,
 ZL_CLIENT_API int zl_client_cancel(zl_client* client, uint64_t id);
 /* Frees the slot (the server aborts what is still in flight) and unmaps. */
 ZL_CLIENT_API void zl_client_close(zl_client* client);
+/* The last error of `client`, or with NULL the last zl_client_connect error of this thread. */
 ZL_CLIENT_API const char* zl_client_last_error(const zl_client* client);
+/* How long next_event spins before sleeping on the futex (default 20 us).
+ * Spinning costs a core; it buys the lowest latency when tokens come faster
+ * than a futex wake-up (tens of us). */
+ZL_CLIENT_API void zl_client_set_spin_us(zl_client* client, uint32_t spin_us);
 ZL_CLIENT_API const char* zl_status_name(int status);
 ZL_CLIENT_API int zl_event_is_terminal(const zl_event* event);
 

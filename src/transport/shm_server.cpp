@@ -22,7 +22,7 @@ namespace {
 constexpr uint64_t kTickNs = 20'000'000;           // heartbeat and monitor period
 constexpr uint64_t kSkipAfterNs = 50'000'000;      // a claimed, unpublished request position
 constexpr uint64_t kSleepNs = 50'000'000;          // reader's futex timeout
-constexpr int kSpinIterations = 20000;             // before the reader sleeps
+constexpr uint64_t kSpinNs = 50'000;               // the reader spins this long before sleeping
 
 bool pid_alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
 
@@ -220,8 +220,7 @@ void ShmServer::Impl::note_overflow() {
 }
 
 void ShmServer::Impl::run() {
-  uint64_t last_tick = 0, stuck_since = 0;
-  int idle = 0;
+  uint64_t last_tick = 0, stuck_since = 0, idle_since = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     bool worked = false;
     for (int i = 0; i < 64 && drain_one(); ++i) worked = true;
@@ -231,19 +230,21 @@ void ShmServer::Impl::run() {
       last_tick = now;
     }
     if (worked) {
-      idle = 0;
+      idle_since = 0;
       stuck_since = 0;
       continue;
     }
+    if (idle_since == 0) idle_since = now;
+    bool spun_enough = now - idle_since > kSpinNs;
     uint64_t claimed = shm::atomic(layout_.header().request_enqueue_pos).load(std::memory_order_acquire);
     if (claimed != dequeue_pos_) {  // claimed but unpublished: a producer mid-write, or dead
       skip_dead_claim(dequeue_pos_, &stuck_since);
-      if (idle++ > kSpinIterations) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (spun_enough) std::this_thread::sleep_for(std::chrono::microseconds(100));
       continue;
     }
-    if (++idle < kSpinIterations) continue;
+    if (!spun_enough) continue;
     sleep_until_request();
-    idle = 0;
+    idle_since = 0;
   }
 }
 

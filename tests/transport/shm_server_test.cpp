@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "engine/collecting_sink.h"
@@ -177,36 +178,46 @@ TEST_F(ShmServerTest, LiveSegmentIsRefused) {
 
 TEST_F(ShmServerTest, ManyConcurrentClientsGetOneTerminalEach) {
   constexpr int kThreads = 16, kRequests = 20;
-  std::atomic<int> failures{0};
+  std::mutex mutex;
+  std::vector<std::string> failures;
+  auto fail = [&](int t, const std::string& what) {
+    std::lock_guard<std::mutex> lock(mutex);
+    failures.push_back("client " + std::to_string(t) + ": " + what);
+  };
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       zl_client* client = nullptr;
-      if (zl_client_connect(name_.c_str(), &client) != ZL_OK) return void(failures++);
+      if (zl_client_connect(name_.c_str(), &client) != ZL_OK) return fail(t, zl_client_last_error(nullptr));
       std::map<uint64_t, int> terminals;
       std::vector<int32_t> prompt = {t + 1, 2, 3};
       for (int i = 0; i < kRequests; ++i) {
         zl_request request = greedy_request(prompt, 1 + (i % 5));
         uint64_t id = 0;
-        if (zl_client_submit(client, &request, &id) != ZL_OK) failures++;
+        if (int status = zl_client_submit(client, &request, &id); status != ZL_OK)
+          fail(t, std::string("submit: ") + zl_client_last_error(client));
         terminals[id] = 0;
       }
       int remaining = kRequests;
       zl_event event;
-      while (remaining > 0 && zl_client_next_event(client, &event, 10000) == ZL_OK)
-        if (zl_event_is_terminal(&event)) {
-          terminals[event.record.client_request_id]++;
-          if (event.record.kind != ZL_SHM_RESPONSE_FINISH) failures++;
-          remaining--;
+      while (remaining > 0) {
+        if (zl_client_next_event(client, &event, 10000) != ZL_OK) {
+          fail(t, std::string("next_event: ") + zl_client_last_error(client));
+          break;
         }
+        if (!zl_event_is_terminal(&event)) continue;
+        terminals[event.record.client_request_id]++;
+        if (event.record.kind != ZL_SHM_RESPONSE_FINISH)
+          fail(t, "error record: " + std::string(event.record.text, event.record.text_bytes));
+        remaining--;
+      }
       for (auto& [id, n] : terminals)
-        if (n != 1) failures++;
-      if (remaining != 0) failures++;
+        if (n != 1) fail(t, "request " + std::to_string(id) + " got " + std::to_string(n) + " terminal records");
       zl_client_close(client);
     });
   }
   for (auto& thread : threads) thread.join();
-  EXPECT_EQ(failures.load(), 0);
+  for (const std::string& failure : failures) ADD_FAILURE() << failure;
   EXPECT_EQ(server_->stats().num_submitted, kThreads * kRequests);
 }
 
