@@ -22,6 +22,7 @@
 #include "core/status.h"
 #include "engine/histogram.h"
 #include "engine/kv_pool.h"
+#include "model/weights.h"
 #include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
 
@@ -39,6 +40,7 @@ struct EngineConfig {
   double kv_cache_fraction = 0.25;    // used when kv_cache_bytes == 0
   int32_t block_size = 16;            // tokens per KV block
   CachePolicy cache_policy = CachePolicy::kContiguous;
+  WeightFormat weight_format;         // --dtype / --quantization conversion at load
   std::function<void(int, int)> load_progress;  // (tensors done, total), while loading
 };
 

@@ -104,6 +104,7 @@ Status Engine::Impl::load() {
   ZL_RETURN_IF_ERROR(validate_config(config));
   LoadOptions options;
   options.tokenizer_path = config.tokenizer;
+  options.weight_format = config.weight_format;
   ZL_ASSIGN_OR_RETURN(source, open_model(config.model, options));
   if (!source.tokenizer) return source.tokenizer_status.with_prefix("no tokenizer for " + config.model);
   ModelConfig& mc = source.config;

@@ -83,14 +83,7 @@ const char* model_format_name(ModelFormat format) {
 StatusOr<ModelSource> open_model(const std::string& spec, const LoadOptions& options) {
   ModelSource source;
   source.spec = spec;
-  if (options.weight_format) {
-    source.weight_format = *options.weight_format;
-  } else {
-    const char* dtype = std::getenv("ZEROLAYER_DTYPE");
-    const char* quantization = std::getenv("ZEROLAYER_QUANTIZATION");
-    if (dtype != nullptr) ZL_RETURN_IF_ERROR(parse_dtype_flag(dtype, source.weight_format));
-    if (quantization != nullptr) ZL_RETURN_IF_ERROR(parse_quantization_flag(quantization, source.weight_format));
-  }
+  source.weight_format = options.weight_format;
   if (spec.rfind(kDummyPrefix, 0) == 0) {
     ZL_RETURN_IF_ERROR(open_dummy(spec, source));
   } else if (is_directory(spec)) {

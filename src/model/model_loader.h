@@ -22,9 +22,9 @@ namespace zl {
 
 struct LoadOptions {
   std::string tokenizer_path;  // overrides the tokenizer that comes with the model
-  // Conversion of weight matrices at load (--dtype, --quantization). When
-  // unset: ZEROLAYER_DTYPE / ZEROLAYER_QUANTIZATION if set, else as stored.
-  std::optional<WeightFormat> weight_format;
+  // Conversion of weight matrices at load (--dtype, --quantization); the
+  // default keeps them as stored.
+  WeightFormat weight_format;
 };
 
 enum class ModelFormat { kHuggingFace, kGguf, kDummy };

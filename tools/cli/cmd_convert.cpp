@@ -17,21 +17,19 @@ Command add_convert_command(CLI::App& app) {
   add_model_flags(*cmd, *flags);
   cmd->add_option("-o,--out", *out, "The .gguf file to write")->required();
   return [flags, out]() -> int {
+    auto format = weight_format_from_flags(*flags);
+    if (!format.ok()) return report_error(format.status());
     LoadOptions options;
-    WeightFormat format;
-    Status s = parse_dtype_flag(flags->dtype, format);
-    if (s.ok()) s = parse_quantization_flag(flags->quantization, format);
-    if (!s.ok()) return report_error(s);
-    options.weight_format = format;
+    options.weight_format = *format;
     auto source = open_model(flags->model, options);
     if (!source.ok()) return report_error(source.status());
     if (source->format != ModelFormat::kDummy)
       return report_error(unimplemented("convert: only dummy: models have a vocabulary we can write yet"));
     auto weights = load_model_weights(*source);
     if (!weights.ok()) return report_error(weights.status());
-    s = write_gguf(*out, source->config, *weights, byte_tokenizer_gguf_vocab(source->config.vocab_size), flags->model);
+    Status s = write_gguf(*out, source->config, *weights, byte_tokenizer_gguf_vocab(source->config.vocab_size), flags->model);
     if (!s.ok()) return report_error(s);
-    std::fprintf(stderr, "wrote %s (%s weights)\n", out->c_str(), weight_format_name(format).c_str());
+    std::fprintf(stderr, "wrote %s (%s weights)\n", out->c_str(), weight_format_name(*format).c_str());
     return 0;
   };
 }

@@ -83,15 +83,11 @@ int run_generate(GenerateFlags& f) {
     chat_ids = std::move(chat->ids);
   }
 
-  EngineConfig config;
-  config.model = f.model.model;
-  config.tokenizer = f.model.tokenizer;
-  config.num_threads = f.model.threads;
-  config.max_seq_len = f.model.max_seq_len;
-  config.max_num_seqs = 1;
-  config.max_num_batched_tokens = 512;
-  config.load_progress = show_load_progress;
-  auto engine = Engine::create(config);
+  auto config = engine_config_from_flags(f.model);
+  if (!config.ok()) return report_error(config.status());
+  config->max_num_seqs = 1;
+  config->max_num_batched_tokens = 512;
+  auto engine = Engine::create(*config);
   if (!engine.ok()) return report_error(engine.status());
 
   auto sink = std::make_shared<StdoutSink>();

@@ -69,11 +69,7 @@ Status parse_memory(const std::string& text, const char* flag, int64_t& bytes, d
 }
 
 StatusOr<EngineConfig> engine_config(const ServeFlags& f) {
-  EngineConfig config;
-  config.model = f.model.model;
-  config.tokenizer = f.model.tokenizer;
-  config.num_threads = f.model.threads;
-  config.max_seq_len = f.model.max_seq_len;
+  ZL_ASSIGN_OR_RETURN(EngineConfig config, engine_config_from_flags(f.model));
   config.max_num_seqs = f.max_num_seqs;
   config.max_num_batched_tokens = f.max_num_batched_tokens;
   config.max_num_waiting = f.max_num_waiting;

@@ -37,20 +37,33 @@ void add_model_flags(CLI::App& app, ModelFlags& flags, bool model_required) {
                  "Context length in tokens (default: the model's; may only shrink it)")
       ->envname("ZEROLAYER_MAX_SEQ_LEN")
       ->check(CLI::Range(0, 1 << 24));
-  // open_model reads these from the environment, so every path that loads a
-  // model (the engine included) sees the flags.
   app.add_option("--dtype", flags.dtype,
                  "Weight matrices as auto (as stored), f32, f16 or bf16, converted at load")
       ->envname("ZEROLAYER_DTYPE")
-      ->check(CLI::IsMember({"auto", "f32", "float32", "f16", "float16", "half", "bf16", "bfloat16"}))
-      ->each([](const std::string& v) { setenv("ZEROLAYER_DTYPE", v.c_str(), 1); });
+      ->check(CLI::IsMember({"auto", "f32", "float32", "f16", "float16", "half", "bf16", "bfloat16"}));
   app.add_option("--quantization", flags.quantization,
                  "Quantize weight matrices at load: none, int8 (per-row scale), q8_0 or q4_0 (GGUF blocks)")
       ->envname("ZEROLAYER_QUANTIZATION")
-      ->check(CLI::IsMember({"none", "int8", "q8_0", "q4_0"}))
-      ->each([](const std::string& v) { setenv("ZEROLAYER_QUANTIZATION", v.c_str(), 1); });
+      ->check(CLI::IsMember({"none", "int8", "q8_0", "q4_0"}));
 }
 
+StatusOr<WeightFormat> weight_format_from_flags(const ModelFlags& flags) {
+  WeightFormat format;
+  ZL_RETURN_IF_ERROR(parse_dtype_flag(flags.dtype, format));
+  ZL_RETURN_IF_ERROR(parse_quantization_flag(flags.quantization, format));
+  return format;
+}
+
+StatusOr<EngineConfig> engine_config_from_flags(const ModelFlags& flags) {
+  EngineConfig config;
+  config.model = flags.model;
+  config.tokenizer = flags.tokenizer;
+  config.num_threads = flags.threads;
+  config.max_seq_len = flags.max_seq_len;
+  ZL_ASSIGN_OR_RETURN(config.weight_format, weight_format_from_flags(flags));
+  config.load_progress = show_load_progress;
+  return config;
+}
 
 int report_error(const Status& status) {
   std::fprintf(stderr, "error: %s\n", status.message().c_str());

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "model/model_loader.h"
+#include "zerolayer/engine.h"
 
 namespace zl::cli {
 
@@ -18,13 +19,17 @@ struct ModelFlags {
   std::string tokenizer;
   int threads = 0;          // 0: one per core
   int max_seq_len = 0;      // 0: the model's own
-  // Weight conversion at load; the flags also set ZEROLAYER_DTYPE /
-  // ZEROLAYER_QUANTIZATION, which open_model reads (see model_loader.h).
+  // Weight conversion at load.
   std::string dtype = "auto";          // weight matrices: auto (as stored), f32, f16, bf16
   std::string quantization = "none";   // none, int8, q8_0, q4_0
 };
 
 void add_model_flags(CLI::App& app, ModelFlags& flags, bool model_required = true);
+
+// --dtype / --quantization as a WeightFormat.
+StatusOr<WeightFormat> weight_format_from_flags(const ModelFlags& flags);
+// An engine configuration with the model flags filled in (and a load progress bar).
+StatusOr<EngineConfig> engine_config_from_flags(const ModelFlags& flags);
 
 // A progress bar for model loading on a terminal; log lines otherwise.
 void show_load_progress(int done, int total);
