@@ -27,8 +27,8 @@ namespace zl {
 namespace {
 
 // Start trimming once the window is this long, keeping about kKeepIds ids.
-constexpr size_t kMaxWindowIds = 32;
-constexpr size_t kKeepIds = 6;
+constexpr size_t kMaxWindowIds = 10;
+constexpr size_t kKeepIds = 4;
 
 // Bytes of `text` safe to return now: not a truncated sequence or U+FFFDs at
 // the end, which the next id may still turn into a character.
