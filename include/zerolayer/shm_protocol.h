@@ -255,7 +255,9 @@ typedef struct zl_shm_response {
   uint64_t client_request_id;
   uint64_t sink_ns;               /* CLOCK_MONOTONIC when the server wrote it */
   int32_t token;                  /* TOKEN: the id; else -1 */
-  float logprob;                  /* TOKEN: log p under the raw distribution */
+  float logprob;                  /* TOKEN: log p under the raw distribution; 0 unless the request
+                                     asked for num_top_logprobs > 0 (computing it costs a pass
+                                     over the vocabulary on the engine thread) */
   uint32_t num_top_logprobs;      /* TOKEN: entries of top[] used */
   uint32_t finish_reason;         /* FINISH: zl_shm_finish_reason */
   int32_t num_prompt_tokens;      /* FINISH */

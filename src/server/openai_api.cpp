@@ -229,6 +229,7 @@ OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest
   }
   if (find(j, "logprobs")) {
     out.want_logprobs = true;
+    s.return_logprob = true;  // logprobs: 0 still wants the chosen token's logprob
     if (OptError e = read_int_as(j, "logprobs", 0, 20, s.num_top_logprobs)) return e;
   }
   return std::nullopt;

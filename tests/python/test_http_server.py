@@ -556,3 +556,12 @@ def test_stories260k_matches_golden():
             assert json.loads(data)["tokens"] == case["prompt_ids"]
     finally:
         assert s.stop() == 0
+
+
+def test_logprobs_zero_still_scores_the_chosen_token(server):
+    r = server.client().completions.create(model=MODEL, prompt="Log", max_tokens=4, temperature=0, logprobs=0,
+                                           extra_body={"ignore_eos": True})
+    lp = r.choices[0].logprobs
+    assert len(lp.token_logprobs) == 4
+    # A random model is never certain: every chosen token has log p < 0.
+    assert all(x < 0 for x in lp.token_logprobs)
