@@ -110,7 +110,10 @@ void CompletionJob::start() {
     ids_.push_back(*id);
   }
   writer_->set_on_close([self = shared_from_this()] { self->on_disconnect(); });
-  if (request_.stream) writer_->begin_stream();
+  if (!request_.stream) return;
+  writer_->begin_stream();
+  if (request_.chat)
+    for (size_t i = 0; i < total; ++i) writer_->write_raw(sse_chunk(chat_role_chunk(meta_, static_cast<int32_t>(i))));
 }
 
 void CompletionJob::request_abort() {

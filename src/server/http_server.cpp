@@ -17,6 +17,7 @@
 #include "server/openai_api.h"
 #include "server/sse.h"
 #include "server/stats_monitor.h"
+#include "tokenizer/chat_prompt.h"
 #include "zerolayer/engine.h"
 
 namespace zl::server {
@@ -43,7 +44,7 @@ std::vector<std::unique_ptr<net::io_context>> make_io_contexts(int32_t n) {
   return iocs;
 }
 
-enum class Route { kCompletions, kChat, kModels, kHealth, kMetrics, kTokenize, kDetokenize };
+enum class Route { kCompletions, kChat, kApplyTemplate, kModels, kHealth, kMetrics, kTokenize, kDetokenize };
 
 struct RouteEntry {
   std::string_view path;
@@ -54,6 +55,7 @@ struct RouteEntry {
 constexpr RouteEntry kRoutes[] = {
     {"/v1/completions", http::verb::post, Route::kCompletions},
     {"/v1/chat/completions", http::verb::post, Route::kChat},
+    {"/apply-template", http::verb::post, Route::kApplyTemplate},
     {"/v1/models", http::verb::get, Route::kModels},
     {"/health", http::verb::get, Route::kHealth},
     {"/metrics", http::verb::get, Route::kMetrics},
@@ -114,12 +116,13 @@ class HttpServer::Impl {
   std::atomic<Engine*> engine{nullptr};
   std::unique_ptr<StatsMonitor> monitor;
   ApiLimits limits;
+  ChatSettings chat;
   std::string served_name;
   int64_t created = 0;
   std::atomic<uint64_t> next_response_id{1};
 
  private:
-  void handle_completions(const std::shared_ptr<Session>& session, Engine& engine, const std::string& body);
+  void handle_completions(const std::shared_ptr<Session>& session, Engine& engine, const std::string& body, bool chat);
   void handle_metrics(const std::shared_ptr<Session>& session);
   void handle_health(const std::shared_ptr<Session>& session);
 };
@@ -348,6 +351,20 @@ void HttpServer::Impl::attach(Engine& e) {
   limits.max_stop_strings = config.max_stop_strings;
   served_name = config.served_model_name.empty() ? info.name : config.served_model_name;
   created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  StatusOr<LoadedChatTemplate> loaded =
+      load_chat_template(info.name, config.tokenizer_path, info.gguf_chat_template, config.chat_template, &e.tokenizer());
+  if (loaded.ok()) {
+    chat.chat_template = loaded->chat_template;
+    chat.bos_token = loaded->bos_token;
+    chat.eos_token = loaded->eos_token;
+    chat.stop_token_ids = end_of_turn_token_ids(e.tokenizer());
+    log_info("http: chat template from ", loaded->origin);
+  } else {
+    chat.missing_message = "this model has no chat template, so /v1/chat/completions and /apply-template cannot be "
+                           "served (use /v1/completions, or start serve with --chat-template FILE|chatml): " +
+                           loaded.status().message();
+    log_info("http: no chat template: ", loaded.status().message());
+  }
   monitor = std::make_unique<StatsMonitor>(e, 0.5);
   engine.store(&e, std::memory_order_release);
 }
@@ -381,12 +398,9 @@ void HttpServer::Impl::handle(const std::shared_ptr<Session>& session, http::req
   std::string out;
   std::optional<ApiError> error;
   switch (route->route) {
-    case Route::kCompletions: return handle_completions(session, *e, request.body());
-    case Route::kChat:
-      return fail(501,
-                  "/v1/chat/completions is not implemented yet (it arrives with chat-template support); "
-                  "use /v1/completions",
-                  "invalid_request_error", "not_implemented");
+    case Route::kCompletions: return handle_completions(session, *e, request.body(), false);
+    case Route::kChat: return handle_completions(session, *e, request.body(), true);
+    case Route::kApplyTemplate: error = apply_template_body(request.body(), chat, out); break;
     case Route::kModels:
       return session->respond(200, "application/json", models_body(served_name, e->model_info().name, created,
                                                                    limits.max_seq_len), {});
@@ -399,18 +413,22 @@ void HttpServer::Impl::handle(const std::shared_ptr<Session>& session, http::req
   session->respond(200, "application/json", std::move(out), {});
 }
 
-void HttpServer::Impl::handle_completions(const std::shared_ptr<Session>& session, Engine& e, const std::string& body) {
+void HttpServer::Impl::handle_completions(const std::shared_ptr<Session>& session, Engine& e, const std::string& body,
+                                          bool is_chat) {
   CompletionRequest request;
-  if (std::optional<ApiError> error = parse_completion_request(body, e.tokenizer(), limits, request))
+  std::optional<ApiError> error = is_chat ? parse_chat_request(body, e.tokenizer(), limits, chat, request)
+                                          : parse_completion_request(body, e.tokenizer(), limits, request);
+  if (error)
     return session->respond(error->http_status, "application/json", error_body(*error), {});
   if (!request.model.empty() && request.model != served_name && request.model != e.model_info().name) {
-    ApiError error{404, "the model '" + request.model + "' does not exist; this server serves '" + served_name + "'",
-                   "invalid_request_error", "model", "model_not_found"};
-    return session->respond(404, "application/json", error_body(error), {});
+    ApiError unknown{404, "the model '" + request.model + "' does not exist; this server serves '" + served_name + "'",
+                     "invalid_request_error", "model", "model_not_found"};
+    return session->respond(404, "application/json", error_body(unknown), {});
   }
   ResponseMeta meta;
   uint64_t n = next_response_id.fetch_add(1, std::memory_order_relaxed);
-  meta.id = str_cat("cmpl-", std::hex, created, n);
+  meta.id = str_cat(is_chat ? "chatcmpl-" : "cmpl-", std::hex, created, n);
+  if (is_chat) meta.object = request.stream ? "chat.completion.chunk" : "chat.completion";
   meta.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   meta.model = served_name;
   JobContext context{&e, gate, &registry, &num_disconnects};

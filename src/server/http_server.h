@@ -34,6 +34,10 @@ struct HttpServerConfig {
   double health_timeout_s = 10.0;          // an engine loop silent this long is stalled
   double idle_timeout_s = 120.0;           // idle keep-alive connections are closed
   int32_t max_stop_strings = 64;
+  // Chat: the template override ("", "chatml" or a file) and a --tokenizer
+  // path whose folder may hold the template; resolved at attach_engine().
+  std::string chat_template;
+  std::string tokenizer_path;
 };
 
 class HttpServer {

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/chat_prompt.h"
+
 namespace zl::server {
 namespace {
 
@@ -266,7 +268,8 @@ OptError read_stream(const json& j, CompletionRequest& out) {
   return std::nullopt;
 }
 
-OptError parse_fields(const json& j, const Tokenizer& tokenizer, const ApiLimits& limits, CompletionRequest& out) {
+// The fields /v1/completions and /v1/chat/completions share: all but the prompt.
+OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionRequest& out) {
   if (OptError e = read_string(j, "model", 1024, out.model)) return e;
   if (OptError e = read_int_as(j, "n", 1, limits.max_n, out.n)) return e;
   if (OptError e = read_int_as(j, "max_tokens", 1, limits.max_seq_len, out.max_tokens)) return e;
@@ -279,10 +282,140 @@ OptError parse_fields(const json& j, const Tokenizer& tokenizer, const ApiLimits
   if (OptError e = read_int_as(j, "priority", INT32_MIN, INT32_MAX, out.priority)) return e;
   if (OptError e = read_float(j, "min_token_prob", 0.0, 1.0, false, out.min_token_prob)) return e;
   if (OptError e = read_bool(j, "return_token_ids", out.return_token_ids)) return e;
+  return std::nullopt;
+}
+
+OptError parse_fields(const json& j, const Tokenizer& tokenizer, const ApiLimits& limits, CompletionRequest& out) {
+  if (OptError e = parse_common_fields(j, limits, out)) return e;
   // The prompt last: tokenizing is the expensive part, done once the cheap checks passed.
   if (OptError e = read_prompts(j, tokenizer, limits, out.prompts)) return e;
   if (out.prompts.size() * static_cast<size_t>(out.n) > static_cast<size_t>(limits.max_choices))
     return bad("n", str_cat("prompts x n must be at most ", limits.max_choices));
+  return std::nullopt;
+}
+
+using ojson = nlohmann::ordered_json;
+
+OptError bad_message(std::string message) { return bad("messages", std::move(message)); }
+
+// One message's content: a string, null (an assistant turn with tool_calls),
+// or a list of {"type": "text", "text": ...} parts, joined with "\n".
+OptError normalize_content(ojson& message, size_t i, const std::string& role) {
+  std::string where = str_cat("messages[", i, "].content");
+  auto it = message.find("content");
+  if (it == message.end() || it->is_null()) {
+    if (role == "assistant") return std::nullopt;
+    return bad_message(where + " is required for role '" + role + "'");
+  }
+  if (it->is_string()) return std::nullopt;
+  if (!it->is_array()) return bad_message(where + " must be a string or a list of text parts");
+  std::string text;
+  for (size_t k = 0; k < it->size(); ++k) {
+    const ojson& part = (*it)[k];
+    std::string at = str_cat(where, "[", k, "]");
+    if (!part.is_object()) return bad_message(at + " must be an object {\"type\": \"text\", \"text\": ...}");
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) return bad_message(at + ".type must be a string");
+    if (*type != "text")
+      return bad_message(at + ".type '" + type->get<std::string>() + "' is not supported; only \"text\" parts are");
+    auto t = part.find("text");
+    if (t == part.end() || !t->is_string()) return bad_message(at + ".text must be a string");
+    if (k > 0) text += "\n";
+    text += t->get_ref<const std::string&>();
+  }
+  *it = std::move(text);
+  return std::nullopt;
+}
+
+// Validates the conversation and renders it through the template.
+OptError render_chat(const ojson& j, const ChatSettings& chat, std::string& rendered) {
+  auto m = j.find("messages");
+  if (m == j.end() || m->is_null()) return bad_message("messages is required");
+  if (!m->is_array() || m->empty()) return bad_message("messages must be a non-empty list of messages");
+  ojson messages = ojson::array();
+  for (size_t i = 0; i < m->size(); ++i) {
+    ojson message = (*m)[i];
+    if (!message.is_object()) return bad_message(str_cat("messages[", i, "] must be an object"));
+    auto role = message.find("role");
+    if (role == message.end() || !role->is_string()) return bad_message(str_cat("messages[", i, "].role must be a string"));
+    std::string r = role->get<std::string>();
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool")
+      return bad_message(str_cat("messages[", i, "].role '", r, "' is unknown; use system, user, assistant or tool"));
+    if (OptError e = normalize_content(message, i, r)) return e;
+    messages.push_back(std::move(message));
+  }
+  ChatTemplateOptions options;
+  options.bos_token = chat.bos_token;
+  options.eos_token = chat.eos_token;
+  if (auto tools = j.find("tools"); tools != j.end() && !tools->is_null()) {
+    if (!tools->is_array()) return bad("tools", "tools must be a list of tool definitions");
+    for (const ojson& tool : *tools)
+      if (!tool.is_object()) return bad("tools", "tools must be a list of objects");
+    if (!tools->empty()) options.tools = *tools;
+  }
+  if (auto kwargs = j.find("chat_template_kwargs"); kwargs != j.end() && !kwargs->is_null()) {
+    if (!kwargs->is_object()) return bad("chat_template_kwargs", "chat_template_kwargs must be an object");
+    options.extra = *kwargs;
+  }
+  if (auto choice = j.find("tool_choice"); choice != j.end() && !choice->is_null()) {
+    if (!choice->is_string() && !choice->is_object())
+      return bad("tool_choice", "tool_choice must be a string or an object");
+    options.extra["tool_choice"] = *choice;
+  }
+  if (auto add = j.find("add_generation_prompt"); add != j.end() && !add->is_null()) {
+    if (!add->is_boolean()) return bad("add_generation_prompt", "add_generation_prompt must be true or false");
+    options.add_generation_prompt = add->get<bool>();
+  }
+  if (!chat.chat_template) {
+    ApiError e = bad("", chat.missing_message.empty() ? "the model has no chat template" : chat.missing_message,
+                     "chat_template_missing");
+    return e;
+  }
+  StatusOr<std::string> text = apply_chat_template(*chat.chat_template, messages, options);
+  if (!text.ok()) return bad_message("messages could not be rendered by the chat template: " + text.status().message());
+  rendered = std::move(*text);
+  return std::nullopt;
+}
+
+OptError parse_ordered(std::string_view body, ojson& out) {
+  try {
+    out = ojson::parse(body.begin(), body.end());
+  } catch (const std::exception& e) {
+    return bad("", std::string("the request body is not valid JSON: ") + e.what(), "invalid_json");
+  }
+  return std::nullopt;
+}
+
+OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& tokenizer, const ApiLimits& limits,
+                           const ChatSettings& chat, CompletionRequest& out, std::string* rendered) {
+  out.chat = true;
+  // Chat's logprobs is a boolean (with top_logprobs), not completions' count.
+  if (const json* logprobs = find(j, "logprobs")) {
+    if (!logprobs->is_boolean()) return bad("logprobs", "logprobs must be true or false");
+    if (logprobs->get<bool>()) return bad("logprobs", "logprobs is not supported on /v1/chat/completions yet");
+    j.erase("logprobs");
+  }
+  if (find(j, "top_logprobs")) return bad("top_logprobs", "top_logprobs is not supported on /v1/chat/completions yet");
+  bool has_max = find(j, "max_tokens") || find(j, "max_completion_tokens");
+  if (OptError e = parse_common_fields(j, limits, out)) return e;
+  if (OptError e = read_int_as(j, "max_completion_tokens", 1, limits.max_seq_len, out.max_tokens)) return e;
+  if (out.n > limits.max_choices) return bad("n", str_cat("n must be at most ", limits.max_choices));
+  ojson ordered;  // tool schemas keep their key order for the template's tojson
+  if (OptError e = parse_ordered(body, ordered)) return e;
+  std::string text;
+  if (OptError e = render_chat(ordered, chat, text)) return e;
+  std::vector<int32_t> ids = encode_chat_prompt(tokenizer, text, chat.bos_token);
+  if (ids.empty()) return bad_message("messages render to an empty prompt");
+  if (ids.size() >= static_cast<size_t>(limits.max_seq_len))
+    return bad("messages",
+               str_cat("messages: ", ids.size(), " prompt tokens do not fit the context of ", limits.max_seq_len,
+                       " tokens (max_model_len), which must also hold at least one new token"),
+               "context_length_exceeded");
+  // OpenAI's chat default: as many tokens as the context leaves.
+  if (!has_max) out.max_tokens = limits.max_seq_len - static_cast<int32_t>(ids.size());
+  out.prompts.push_back(std::move(ids));
+  if (!out.ignore_eos) out.stop_token_ids = chat.stop_token_ids;
+  if (rendered) *rendered = std::move(text);
   return std::nullopt;
 }
 
@@ -328,6 +461,18 @@ json timings_json(const FinishEvent& f) {
 }
 
 json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& request, const Tokenizer& tokenizer) {
+  if (request.chat) {
+    json choice{{"index", index}};
+    if (request.stream) {
+      choice["delta"] = c.text.empty() ? json::object() : json{{"content", c.text}};
+    } else {
+      choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
+    }
+    choice["logprobs"] = nullptr;
+    if (request.return_token_ids) choice["token_ids"] = c.token_ids;
+    choice["finish_reason"] = c.finish ? json(finish_reason_string(c.finish->reason)) : json(nullptr);
+    return choice;
+  }
   json choice{{"index", index}, {"text", c.text}};
   choice["logprobs"] = request.want_logprobs ? logprobs_json(c, tokenizer) : json(nullptr);
   if (request.return_token_ids) choice["token_ids"] = c.token_ids;
@@ -343,7 +488,7 @@ json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached
 }
 
 json head_json(const ResponseMeta& meta) {
-  return json{{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created}, {"model", meta.model}};
+  return json{{"id", meta.id}, {"object", meta.object}, {"created", meta.created}, {"model", meta.model}};
 }
 
 }  // namespace
@@ -359,6 +504,32 @@ std::optional<ApiError> parse_completion_request(std::string_view body, const To
   }
 }
 
+std::optional<ApiError> parse_chat_request(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                           const ChatSettings& chat, CompletionRequest& out, std::string* rendered) {
+  json j;
+  if (OptError e = parse_object(body, j)) return e;
+  try {
+    return parse_chat_fields(body, j, tokenizer, limits, chat, out, rendered);
+  } catch (const std::exception& e) {
+    return bad("", std::string("invalid request: ") + e.what());
+  }
+}
+
+std::optional<ApiError> apply_template_body(std::string_view body, const ChatSettings& chat, std::string& out) {
+  json j;
+  if (OptError e = parse_object(body, j)) return e;
+  try {
+    ojson ordered;
+    if (OptError e = parse_ordered(body, ordered)) return e;
+    std::string text;
+    if (OptError e = render_chat(ordered, chat, text)) return e;
+    out = dump(json{{"prompt", text}});
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    return bad("", std::string("invalid request: ") + e.what());
+  }
+}
+
 Request make_engine_request(const CompletionRequest& r, size_t prompt_index, int32_t choice_index) {
   Request request;
   request.prompt_ids = r.prompts[prompt_index];
@@ -366,6 +537,7 @@ Request make_engine_request(const CompletionRequest& r, size_t prompt_index, int
   if (r.sampling.has_seed) request.sampling.seed = r.sampling.seed + static_cast<uint64_t>(choice_index);
   request.max_new_tokens = r.max_tokens;
   request.stop = r.stop;
+  request.stop_token_ids = r.stop_token_ids;
   request.ignore_eos = r.ignore_eos;
   request.cache_salt = r.cache_salt;
   request.priority = r.priority;
@@ -441,6 +613,14 @@ std::string completion_chunk(const ResponseMeta& meta, int32_t index, const Choi
   json j = head_json(meta);
   j["choices"] = json::array({choice_json(index, piece, request, tokenizer)});
   if (piece.finish) j["timings"] = timings_json(*piece.finish);
+  return dump(j);
+}
+
+std::string chat_role_chunk(const ResponseMeta& meta, int32_t index) {
+  json j = head_json(meta);
+  json choice{{"index", index}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+              {"finish_reason", nullptr}};
+  j["choices"] = json::array({std::move(choice)});
   return dump(j);
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
 
@@ -56,12 +58,35 @@ struct CompletionRequest {
   int32_t priority = 0;
   float min_token_prob = 0.0f;             // zerolayer extension
   bool return_token_ids = false;           // vLLM extension: choices carry "token_ids"
+  bool chat = false;                       // /v1/chat/completions: message/delta choices
+  std::vector<int32_t> stop_token_ids;     // chat: the template's end-of-turn ids
+};
+
+// The served model's chat template, for /v1/chat/completions and /apply-template.
+struct ChatSettings {
+  std::shared_ptr<const ChatTemplate> chat_template;  // null: the model has none
+  std::string missing_message;             // why there is none (sent with the 400)
+  std::string bos_token, eos_token;        // the strings the template sees
+  std::vector<int32_t> stop_token_ids;     // eos and the vocabulary's end-of-turn tokens
 };
 
 // Parses and validates a /v1/completions body. On error returns the ApiError
 // and leaves `out` partly filled.
 std::optional<ApiError> parse_completion_request(std::string_view body, const Tokenizer& tokenizer,
                                                  const ApiLimits& limits, CompletionRequest& out);
+
+// Parses and validates a /v1/chat/completions body: messages (roles system,
+// user, assistant, tool; content a string or a list of text parts), tools,
+// tool_choice, chat_template_kwargs, add_generation_prompt, and the sampling
+// fields of /v1/completions (max_completion_tokens aliases max_tokens). The
+// conversation is rendered through the template and tokenized into
+// out.prompts[0]; `rendered` (if not null) receives the text.
+std::optional<ApiError> parse_chat_request(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                           const ChatSettings& chat, CompletionRequest& out,
+                                           std::string* rendered = nullptr);
+
+// POST /apply-template: a chat body in, {"prompt": rendered_text} out.
+std::optional<ApiError> apply_template_body(std::string_view body, const ChatSettings& chat, std::string& out);
 
 // The engine request for choice `choice_index` of prompt `prompt_index`:
 // seeded requests get seed + choice_index so the n choices differ but repeat.
@@ -85,9 +110,10 @@ struct ChoiceOutput {
 
 // Identity shared by every body of one response.
 struct ResponseMeta {
-  std::string id;                          // "cmpl-..."
+  std::string id;                          // "cmpl-..." or "chatcmpl-..."
   int64_t created = 0;                     // unix seconds
   std::string model;
+  std::string object = "text_completion";  // chat: "chat.completion" or "chat.completion.chunk"
 };
 
 const char* finish_reason_string(FinishReason reason);
@@ -98,6 +124,8 @@ std::string completion_body(const ResponseMeta& meta, const CompletionRequest& r
 // One streaming chunk for one choice (finish_reason and timings when finished).
 std::string completion_chunk(const ResponseMeta& meta, int32_t index, const ChoiceOutput& piece,
                              const CompletionRequest& request, const Tokenizer& tokenizer);
+// Chat streams: the first chunk of choice `index`, delta {"role": "assistant", "content": ""}.
+std::string chat_role_chunk(const ResponseMeta& meta, int32_t index);
 // The closing usage chunk (stream_options.include_usage): empty choices.
 std::string usage_chunk(const ResponseMeta& meta, int64_t prompt_tokens, int64_t completion_tokens);
 

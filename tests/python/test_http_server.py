@@ -353,7 +353,7 @@ def test_unknown_model_route_method(server):
     status, headers, data = server.request("GET", "/v1/completions")
     assert status == 405 and headers.get("Allow") == "POST"
     status, _, data = server.request("POST", "/v1/chat/completions", {"messages": []})
-    assert status == 501 and "not implemented" in json.loads(data)["error"]["message"]
+    assert status == 400 and json.loads(data)["error"]["param"] == "messages"
 
 
 def test_api_key(server):
@@ -565,3 +565,105 @@ def test_logprobs_zero_still_scores_the_chosen_token(server):
     assert len(lp.token_logprobs) == 4
     # A random model is never certain: every chosen token has log p < 0.
     assert all(x < 0 for x in lp.token_logprobs)
+
+
+# ---------------------------------------------------------------- chat: /v1/chat/completions and /apply-template
+
+@pytest.fixture(scope="module")
+def chat_server():
+    s = Server("--model", "dummy:tiny", "--served-model-name", MODEL, "--max-seq-len", str(MAX_SEQ_LEN),
+               "--max-num-seqs", "16", "--kv-cache-memory", "32M", "--chat-template", "chatml")
+    yield s
+    assert s.stop() == 0
+
+
+CONVERSATION = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi there"}]
+
+
+def test_chat_not_streamed(chat_server):
+    r = chat_server.client().chat.completions.create(model=MODEL, messages=CONVERSATION, max_completion_tokens=6,
+                                                     temperature=0, n=2)
+    assert r.object == "chat.completion" and r.id.startswith("chatcmpl-")
+    assert len(r.choices) == 2
+    for i, c in enumerate(r.choices):
+        assert c.index == i and c.message.role == "assistant"
+        assert isinstance(c.message.content, str)
+        assert c.finish_reason in ("stop", "length")
+    assert r.choices[0].message.content == r.choices[1].message.content  # greedy
+    assert r.usage.prompt_tokens > 0 and 0 < r.usage.completion_tokens <= 12
+
+
+def test_chat_streamed_equals_not_streamed(chat_server):
+    client = chat_server.client()
+    kwargs = dict(model=MODEL, messages=CONVERSATION, max_tokens=8, temperature=0, extra_body={"ignore_eos": True})
+    whole = client.chat.completions.create(**kwargs)
+    chunks = list(client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs))
+    assert chunks[0].object == "chat.completion.chunk"
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == whole.choices[0].message.content
+    finals = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finals == ["length"]
+    assert chunks[-1].usage.completion_tokens == 8
+
+
+def test_chat_stream_ends_with_done(chat_server):
+    status, _, data = chat_server.request("POST", "/v1/chat/completions",
+                                          {"messages": CONVERSATION, "max_tokens": 3, "stream": True})
+    assert status == 200
+    events = [line[6:] for line in data.decode().split("\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    first = json.loads(events[0])
+    assert first["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert json.loads(events[-2])["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+def test_apply_template_chatml(chat_server):
+    status, _, data = chat_server.request("POST", "/apply-template", {"messages": CONVERSATION})
+    assert status == 200, data
+    assert json.loads(data) == {"prompt": "<|im_start|>system\nYou are terse.<|im_end|>\n"
+                                          "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"}
+
+
+def test_chat_text_parts_and_tools(chat_server):
+    parts = [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
+    status, _, data = chat_server.request("POST", "/apply-template", {"messages": parts})
+    assert status == 200 and json.loads(data)["prompt"] == "<|im_start|>user\na\nb<|im_end|>\n<|im_start|>assistant\n"
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    status, _, data = chat_server.request("POST", "/v1/chat/completions",
+                                          {"messages": parts, "tools": tools, "tool_choice": "auto", "max_tokens": 2})
+    assert status == 200, data
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/apply-template"])
+@pytest.mark.parametrize("body,needle", [
+    ({}, "required"),
+    ({"messages": []}, "non-empty"),
+    ({"messages": "hi"}, "list"),
+    ({"messages": [{"role": "wizard", "content": "x"}]}, "wizard"),
+    ({"messages": [{"content": "x"}]}, "role"),
+    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, "image_url"),
+    ({"messages": [{"role": "user", "content": [{"type": "text"}]}]}, "text"),
+    ({"messages": [{"role": "user", "content": ["x"]}]}, "content[0]"),
+    ({"messages": [{"role": "user", "content": 3}]}, "content"),
+])
+def test_chat_bad_messages_name_the_field(chat_server, path, body, needle):
+    status, _, data = chat_server.request("POST", path, body)
+    assert status == 400, data
+    err = json.loads(data)["error"]
+    assert err["param"] == "messages" and needle in err["message"], err
+
+
+def test_chat_bad_messages_through_openai(chat_server):
+    with pytest.raises(openai.BadRequestError) as info:
+        chat_server.client().chat.completions.create(model=MODEL, messages=[{"role": "wizard", "content": "x"}])
+    assert info.value.body["param"] == "messages"
+
+
+def test_chat_without_template_is_400(server):
+    for path in ("/v1/chat/completions", "/apply-template"):
+        status, _, data = server.request("POST", path, {"messages": CONVERSATION})
+        assert status == 400, data
+        assert "no chat template" in json.loads(data)["error"]["message"]
+    status, _, data = complete(server)  # completions still work
+    assert status == 200

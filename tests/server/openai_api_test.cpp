@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "server/sse.h"
+#include "tokenizer/chat_prompt.h"
 
 namespace zl::server {
 namespace {
@@ -210,6 +211,113 @@ TEST_F(OpenAiApiTest, TokenizeAndDetokenize) {
   e = tokenize_body(R"({"prompt":1})", *tokenizer_, limits_, out);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "prompt");
+}
+
+class ChatApiTest : public OpenAiApiTest {
+ protected:
+  ChatApiTest() {
+    chat_.chat_template = std::make_shared<const ChatTemplate>(*ChatTemplate::parse(chatml_template_source(), "chatml"));
+    chat_.stop_token_ids = {257};
+    limits_.max_seq_len = 512;  // the byte tokenizer spends a token per byte
+  }
+  std::optional<ApiError> parse_chat(const std::string& body) {
+    request_ = CompletionRequest();
+    rendered_.clear();
+    return parse_chat_request(body, *tokenizer_, limits_, chat_, request_, &rendered_);
+  }
+  // The error's message, or "<ok>"; expects param "messages" when `param` is.
+  std::string chat_error(const std::string& body, const std::string& param = "messages") {
+    auto e = parse_chat(body);
+    if (!e) return "<ok>";
+    EXPECT_EQ(e->http_status, 400) << body;
+    EXPECT_EQ(e->param, param) << body << ": " << e->message;
+    return e->message;
+  }
+
+  ChatSettings chat_;
+  std::string rendered_;
+};
+
+TEST_F(ChatApiTest, RendersAndTokenizesTheConversation) {
+  ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"system","content":"Be brief."},
+                                          {"role":"user","content":[{"type":"text","text":"Hi"},{"type":"text","text":"there"}]}],
+                              "max_completion_tokens":5,"temperature":0})"));
+  EXPECT_EQ(rendered_, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi\nthere<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_TRUE(request_.chat);
+  EXPECT_EQ(request_.max_tokens, 5);
+  ASSERT_EQ(request_.prompts.size(), 1u);
+  EXPECT_EQ(request_.prompts[0], encode_chat_prompt(*tokenizer_, rendered_, ""));
+  EXPECT_EQ(request_.stop_token_ids, std::vector<int32_t>{257});
+  EXPECT_EQ(make_engine_request(request_, 0, 0).stop_token_ids, std::vector<int32_t>{257});
+}
+
+TEST_F(ChatApiTest, DefaultsMaxTokensToTheRestOfTheContext) {
+  ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"user","content":"Hi"}]})"));
+  EXPECT_EQ(request_.max_tokens, limits_.max_seq_len - static_cast<int32_t>(request_.prompts[0].size()));
+}
+
+TEST_F(ChatApiTest, AssistantToolCallsAndToolMessages) {
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[]},
+                                      {"role":"tool","content":"42"}],"tools":[{"type":"function"}],"tool_choice":"auto"})"),
+            "<ok>");
+}
+
+TEST_F(ChatApiTest, BadMessagesNameTheField) {
+  EXPECT_NE(chat_error(R"({})").find("required"), std::string::npos);
+  EXPECT_NE(chat_error(R"({"messages":[]})").find("non-empty"), std::string::npos);
+  EXPECT_NE(chat_error(R"({"messages":"hi"})"), "<ok>");
+  EXPECT_NE(chat_error(R"({"messages":[1]})").find("messages[0]"), std::string::npos);
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"wizard","content":"x"}]})").find("wizard"), std::string::npos);
+  EXPECT_NE(chat_error(R"({"messages":[{"content":"x"}]})").find("role"), std::string::npos);
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user"}]})").find("content"), std::string::npos);
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":5}]})").find("content"), std::string::npos);
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})")
+                .find("image_url"),
+            std::string::npos);
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})").find("content[0].text"),
+            std::string::npos);
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":["x"]}]})"), "<ok>");
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tools":{}})", "tools"), "<ok>");
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})",
+                       "max_completion_tokens"),
+            "<ok>");
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":"x"}],"temperature":-1})", "temperature"), "<ok>");
+}
+
+TEST_F(ChatApiTest, TemplateErrorsAndMissingTemplate) {
+  chat_.chat_template = std::make_shared<const ChatTemplate>(
+      *ChatTemplate::parse("{{ raise_exception('no system role') }}", "t"));
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":"x"}]})").find("no system role"), std::string::npos);
+  chat_.chat_template = nullptr;
+  chat_.missing_message = "this model has no chat template";
+  auto e = parse_chat(R"({"messages":[{"role":"user","content":"x"}]})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 400);
+  EXPECT_NE(e->message.find("no chat template"), std::string::npos);
+}
+
+TEST_F(ChatApiTest, ApplyTemplateAndChatShapes) {
+  std::string out;
+  ASSERT_FALSE(apply_template_body(R"({"messages":[{"role":"user","content":"Hi"}]})", chat_, out));
+  EXPECT_EQ(json::parse(out)["prompt"], "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  auto e = apply_template_body(R"({"messages":[{"role":"x","content":"Hi"}]})", chat_, out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "messages");
+
+  ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"user","content":"Hi"}],"stream":true})"));
+  ResponseMeta meta{"chatcmpl-1", 7, "m", "chat.completion.chunk"};
+  json role = json::parse(chat_role_chunk(meta, 0));
+  EXPECT_EQ(role["object"], "chat.completion.chunk");
+  EXPECT_EQ(role["choices"][0]["delta"]["role"], "assistant");
+  ChoiceOutput piece;
+  piece.text = "ab";
+  json chunk = json::parse(completion_chunk(meta, 0, piece, request_, *tokenizer_));
+  EXPECT_EQ(chunk["choices"][0]["delta"], json({{"content", "ab"}}));
+  request_.stream = false;
+  meta.object = "chat.completion";
+  json body = json::parse(completion_body(meta, request_, std::span<const ChoiceOutput>(&piece, 1), *tokenizer_));
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["choices"][0]["message"], json({{"role", "assistant"}, {"content", "ab"}}));
 }
 
 TEST(SseTest, Framing) {

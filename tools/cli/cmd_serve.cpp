@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -105,6 +106,11 @@ int run_serve(ServeFlags& f) {
   if (f.model.model.empty()) f.model.model = kDefaultModel;
   StatusOr<EngineConfig> config = engine_config(f);
   if (!config.ok()) return report_error(config.status());
+  f.http.tokenizer_path = f.model.tokenizer;
+  std::error_code ec;
+  if (!f.http.chat_template.empty() && f.http.chat_template != "chatml" &&
+      !std::filesystem::is_regular_file(f.http.chat_template, ec))
+    return report_error(invalid_argument("--chat-template: '", f.http.chat_template, "' is not a file (or 'chatml')"));
 
   // Blocked before any thread starts, so every thread inherits the mask and
   // only wait_signal() sees the signals.
@@ -185,6 +191,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--api-key", h.api_key, "Require 'Authorization: Bearer KEY' on every route but /health")->envname(env("API_KEY"));
   cmd->add_option("--served-model-name", h.served_model_name, "Model name in the API (default: the --model value)")->envname(env("SERVED_MODEL_NAME"));
   cmd->add_option("--http-threads", h.num_io_threads, "HTTP I/O threads")->envname(env("HTTP_THREADS"))->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_option("--chat-template", h.chat_template, "Chat template for /v1/chat/completions: a Jinja file, or 'chatml' (default: the model's own)")->envname(env("CHAT_TEMPLATE"));
   cmd->add_option("--shm-name", f->shm_name, "Shared-memory segment name ('' disables shared memory)")->envname(env("SHM_NAME"))->capture_default_str();
   cmd->add_option("--shm-size", f->shm_size, "Shared-memory segment size (e.g. 64M)")->envname(env("SHM_SIZE"))->capture_default_str();
   cmd->add_option("--max-num-seqs", f->max_num_seqs, "Sequences in one batch at most")->envname(env("MAX_NUM_SEQS"))->check(CLI::Range(1, 65536))->capture_default_str();
