@@ -91,6 +91,8 @@ void EngineCore::admit_waiting() {
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.back().get();
     AdmitOutcome outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks);
+    if (outcome == AdmitOutcome::kWait && compact_for(seq->max_total_tokens))
+      outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks);
     if (outcome == AdmitOutcome::kWait) break;
     Clock::time_point now = Clock::now();
     if (outcome == AdmitOutcome::kNeverFits) {  // submit checks this; kept for safety
@@ -109,6 +111,19 @@ void EngineCore::admit_waiting() {
     running_.push_back(std::move(waiting_.back()));
     waiting_.pop_back();
   }
+}
+
+// When a contiguous extent does not fit although enough blocks are free or
+// cached, the free space is scattered: slide the running extents together
+// and copy their KV. Returns whether anything moved.
+bool EngineCore::compact_for(int32_t max_total_tokens) {
+  if (!pool_.compaction_may_help(max_total_tokens)) return false;
+  live_scratch_.clear();
+  for (auto& seq : running_) live_scratch_.push_back(&seq->blocks);
+  const int32_t needed = (max_total_tokens + cache_.block_size() - 1) / cache_.block_size();
+  pool_.compact(live_scratch_, needed, &moves_);
+  for (const BlockMove& move : moves_) cache_.copy_block(move.src, move.dst);
+  return !moves_.empty();
 }
 
 bool EngineCore::reserve(Sequence* seq, int32_t num_tokens) {

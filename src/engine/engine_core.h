@@ -49,6 +49,7 @@ class EngineCore {
   };
 
   void admit_waiting();
+  bool compact_for(int32_t max_total_tokens);
   void schedule();
   bool reserve(Sequence* seq, int32_t num_tokens);
   void add_to_batch(Sequence* seq, int32_t num_tokens);
@@ -78,6 +79,8 @@ class EngineCore {
   std::vector<Sequence*> row_seqs_;      // [max_num_seqs] the sequence of each row
   std::vector<Scheduled> scheduled_;     // [max_num_seqs]
   std::vector<float> logits_;            // [max_num_seqs, vocab_size]
+  std::vector<SeqBlocks*> live_scratch_; // compaction: the running sequences' blocks
+  std::vector<BlockMove> moves_;         // compaction: block copies to apply
 
   // Measurements.
   bool have_last_forward_ = false;

@@ -76,6 +76,8 @@ struct KvPool::Impl {
   BlockRun choose_extent(int32_t len) const;
   void take_extent(BlockRun extent, std::vector<int32_t>& table);
   void drop_ref(int32_t b);
+  void move_block(int32_t src, int32_t dst, std::vector<std::vector<std::pair<SeqBlocks*, int32_t>>>& refs,
+                  std::vector<BlockMove>& moves);
 
   bool try_contiguous(SeqBlocks& seq, int32_t num_prefix_blocks, int32_t num_total_blocks);
   bool try_paged(SeqBlocks& seq, int32_t num_prefix_blocks, int32_t num_prompt_blocks);
@@ -99,6 +101,8 @@ struct KvPool::Impl {
   int64_t prefix_query_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t num_evictions = 0;
+  int64_t num_compactions = 0;
+  int64_t num_block_moves = 0;
 };
 
 KvPool::Impl::Impl(const KvPoolConfig& config)
@@ -433,7 +437,90 @@ KvPoolStats KvPool::stats() const {
   s.prefix_query_tokens = p.prefix_query_tokens;
   s.prefix_hit_tokens = p.prefix_hit_tokens;
   s.num_evictions = p.num_evictions;
+  s.num_compactions = p.num_compactions;
+  s.num_block_moves = p.num_block_moves;
   return s;
+}
+
+namespace {
+
+// A contiguous sequence's reserved run: table[first_index ...] = start, start + 1, ...
+struct Extent {
+  int32_t start;
+  int32_t len;
+  SeqBlocks* seq;
+  int32_t first_index;
+};
+
+}  // namespace
+
+void KvPool::compact(std::span<SeqBlocks* const> live, int32_t target_blocks, std::vector<BlockMove>* moves) {
+  Impl& p = *impl_;
+  moves->clear();
+  auto done = [&] { return target_blocks > 0 && p.avail_runs.largest_len() >= target_blocks; };
+  if (done()) return;
+  // Who refers to each block (shared prefix blocks have several referents).
+  std::vector<std::vector<std::pair<SeqBlocks*, int32_t>>> refs(static_cast<size_t>(p.num_blocks));
+  std::vector<Extent> extents;
+  for (SeqBlocks* seq : live) {
+    const int32_t num_table = static_cast<int32_t>(seq->table.size());
+    for (int32_t i = 0; i < num_table; ++i) refs[static_cast<size_t>(seq->table[i])].push_back({seq, i});
+    const int32_t first = seq->num_prefix_tokens / p.block_size;
+    if (seq->contiguous && first < num_table) extents.push_back({seq->table[first], num_table - first, seq, first});
+  }
+  std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) { return a.start < b.start; });
+
+  int32_t cursor = 0;
+  for (const Extent& e : extents) {
+    // The lowest window [c, c + len) below e.start holding no block another
+    // sequence uses (e's own blocks may overlap it: copies go upward in order).
+    int32_t c = cursor;
+    for (int32_t pos = c; pos < c + e.len && c < e.start; ++pos) {
+      bool own = pos >= e.start;
+      if (!own && p.blocks[static_cast<size_t>(pos)].refcount > 0) c = pos + 1;
+    }
+    if (c >= e.start) {
+      cursor = e.start + e.len;
+      continue;
+    }
+    for (int32_t i = 0; i < e.len; ++i) p.move_block(e.start + i, c + i, refs, *moves);
+    cursor = c + e.len;
+    if (done()) break;
+  }
+  if (!moves->empty()) {
+    ++p.num_compactions;
+    p.num_block_moves += static_cast<int64_t>(moves->size());
+  }
+}
+
+bool KvPool::compaction_may_help(int32_t max_total_tokens) const {
+  return config_.policy != CachePolicy::kPaged &&
+         ceil_div(max_total_tokens, config_.block_size) <= impl_->num_evictable();
+}
+
+// src is used, dst free or cached (then evicted); src ends free.
+void KvPool::Impl::move_block(int32_t src, int32_t dst,
+                              std::vector<std::vector<std::pair<SeqBlocks*, int32_t>>>& refs,
+                              std::vector<BlockMove>& moves) {
+  Block& to = blocks[static_cast<size_t>(dst)];
+  Block& from = blocks[static_cast<size_t>(src)];
+  CHECK(to.refcount == 0 && from.refcount > 0) << "moving block " << src << " onto block " << dst;
+  if (to.indexed) {
+    evict(dst);
+  } else {
+    free_runs.erase(dst);
+  }
+  avail_runs.erase(dst);
+  to.refcount = from.refcount;
+  to.indexed = from.indexed;
+  to.signature = from.signature;
+  if (from.indexed) index[from.signature] = dst;
+  from = Block{};
+  free_runs.insert(src);
+  avail_runs.insert(src);
+  for (auto& [seq, i] : refs[static_cast<size_t>(src)]) seq->table[static_cast<size_t>(i)] = dst;
+  refs[static_cast<size_t>(dst)] = std::move(refs[static_cast<size_t>(src)]);
+  moves.push_back({src, dst});
 }
 
 int32_t KvPool::block_refcount(int32_t block) const {

@@ -88,6 +88,12 @@ enum class AdmitOutcome {
   kNeverFits,    // needs more blocks than the whole pool
 };
 
+// One step of compaction: the KV data of block src must be copied to dst.
+struct BlockMove {
+  int32_t src = 0;
+  int32_t dst = 0;
+};
+
 struct KvPoolStats {
   int32_t num_blocks = 0;
   int32_t num_free_blocks = 0;     // refcount 0, unsigned
@@ -108,6 +114,8 @@ struct KvPoolStats {
   int64_t prefix_query_tokens = 0;
   int64_t prefix_hit_tokens = 0;   // of which served from the cache
   int64_t num_evictions = 0;       // cached blocks taken for other contents
+  int64_t num_compactions = 0;     // compact() calls that moved something
+  int64_t num_block_moves = 0;
 };
 
 class KvPool {
@@ -149,6 +157,19 @@ class KvPool {
   // The last block goes to the LRU first, so tails are evicted before the
   // prefixes other prompts may share.
   void release(SeqBlocks& seq);
+
+  // Slides contiguous sequences' extents toward block 0, in order of
+  // position, past the blocks it may not move (blocks of other sequences), so
+  // free and cached space gathers into long runs; stops once a run of
+  // target_blocks free-or-cached blocks exists (0: slide everything). Updates
+  // the tables of `live` (every sequence holding blocks) and the pool,
+  // evicting cached blocks that are in the way. The caller must then copy the
+  // KV data of each move, in order (every dst is free when its copy happens).
+  void compact(std::span<SeqBlocks* const> live, int32_t target_blocks, std::vector<BlockMove>* moves);
+  // Whether admit() waited for lack of a long enough run rather than of
+  // memory: a contiguous extent of max_total_tokens would fit in the free and
+  // cached blocks, so compact() may let it in.
+  bool compaction_may_help(int32_t max_total_tokens) const;
 
   // Would a sequence of this many tokens ever fit (pool size only)?
   bool can_ever_fit(int32_t max_total_tokens) const;

@@ -40,6 +40,7 @@ class WorkloadRun {
   void admit_waiting();
   void compute(size_t running_index);
   void preempt_newest();
+  void compact(int32_t target_blocks);
   void record_stats();
 
   KvWorkloadConfig config_;
@@ -92,12 +93,23 @@ void WorkloadRun::admit_waiting() {
     fill_tokens(r);
     AdmitOutcome outcome = pool_.admit(std::span(r.tokens).first(r.num_prompt), r.max_total,
                                        salt_, &r.blocks);
+    if (outcome == AdmitOutcome::kWait && config_.compaction && pool_.compaction_may_help(r.max_total)) {
+      compact((r.max_total + config_.block_size - 1) / config_.block_size);
+      outcome = pool_.admit(std::span(r.tokens).first(r.num_prompt), r.max_total, salt_, &r.blocks);
+    }
     CHECK(outcome != AdmitOutcome::kNeverFits)
         << "workload request of " << r.max_total << " tokens cannot fit the pool";
     if (outcome == AdmitOutcome::kWait) return;
     running_.push_back(waiting_.front());
     waiting_.pop_front();
   }
+}
+
+void WorkloadRun::compact(int32_t target_blocks) {
+  std::vector<SeqBlocks*> live;
+  for (int32_t id : running_) live.push_back(&requests_[id].blocks);
+  std::vector<BlockMove> moves;
+  pool_.compact(live, target_blocks, &moves);
 }
 
 void WorkloadRun::preempt_newest() {
@@ -176,6 +188,8 @@ KvWorkloadResult WorkloadRun::run() {
       s.prefix_query_tokens == 0
           ? 0.0
           : static_cast<double>(s.prefix_hit_tokens) / static_cast<double>(s.prefix_query_tokens);
+  result_.num_compactions = s.num_compactions;
+  result_.num_block_moves = s.num_block_moves;
   return result_;
 }
 
@@ -192,13 +206,15 @@ std::string kv_workload_json(const KvWorkloadResult& r) {
                 "\"internal_fragmentation_pct\":%.3f,\"internal_fragmentation_max_pct\":%.3f,"
                 "\"external_fragmentation_pct\":%.3f,\"external_fragmentation_max_pct\":%.3f,"
                 "\"reserved_ahead_pct\":%.3f,\"reserved_ahead_max_pct\":%.3f,"
-                "\"used_blocks_pct\":%.3f,\"mean_running\":%.2f,\"prefix_hit_rate\":%.4f}",
+                "\"used_blocks_pct\":%.3f,\"mean_running\":%.2f,\"prefix_hit_rate\":%.4f,"
+                "\"compactions\":%lld,\"block_moves\":%lld}",
                 cache_policy_name(r.policy), r.num_requests, static_cast<long long>(r.num_steps),
                 static_cast<long long>(r.num_preemptions), 100 * r.internal_fragmentation_mean,
                 100 * r.internal_fragmentation_max, 100 * r.external_fragmentation_mean,
                 100 * r.external_fragmentation_max, 100 * r.reserved_ahead_mean,
                 100 * r.reserved_ahead_max, 100 * r.used_blocks_mean, r.mean_running,
-                r.prefix_hit_rate);
+                r.prefix_hit_rate, static_cast<long long>(r.num_compactions),
+                static_cast<long long>(r.num_block_moves));
   return buf;
 }
 

@@ -29,6 +29,7 @@ struct KvWorkloadConfig {
   int32_t shared_prefix_len = 256;
   double shared_prefix_share = 0.5;  // of requests that start with one
   uint64_t seed = 1;
+  bool compaction = true;            // compact when a contiguous extent waits on scattered space
 };
 
 // Fractions of the pool's slots (0..1), averaged over steps, and their maxima.
@@ -46,6 +47,8 @@ struct KvWorkloadResult {
   double used_blocks_mean = 0.0;  // share of blocks held by running sequences
   double mean_running = 0.0;      // running sequences per step
   double prefix_hit_rate = 0.0;   // prefix_hit_tokens / prefix_query_tokens
+  int64_t num_compactions = 0;
+  int64_t num_block_moves = 0;
 };
 
 KvWorkloadResult run_kv_workload(const KvWorkloadConfig& config);

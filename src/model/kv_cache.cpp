@@ -1,5 +1,6 @@
 #include "model/kv_cache.h"
 
+#include <cstring>
 #include <new>
 
 namespace zl {
@@ -13,6 +14,7 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::create(const ModelConfig& config, in
   cache->num_blocks_ = num_blocks;
   cache->block_size_ = block_size;
   cache->kv_dim_ = config.kv_dim();
+  cache->num_layers_ = config.num_layers;
   cache->layer_stride_ = int64_t{num_blocks} * block_size * config.kv_dim();
   size_t total = static_cast<size_t>(cache->layer_stride_) * static_cast<size_t>(config.num_layers);
   cache->k_.reset(new (std::nothrow) float[total]);
@@ -20,6 +22,14 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::create(const ModelConfig& config, in
   if (!cache->k_ || !cache->v_)
     return resource_exhausted("cannot allocate a KV cache of ", 2 * total * sizeof(float), " bytes");
   return cache;
+}
+
+void KvCache::copy_block(int32_t src, int32_t dst) {
+  const int64_t block_floats = int64_t{block_size_} * kv_dim_;
+  for (int32_t layer = 0; layer < num_layers_; ++layer) {
+    std::memcpy(k(layer) + dst * block_floats, k(layer) + src * block_floats, sizeof(float) * block_floats);
+    std::memcpy(v(layer) + dst * block_floats, v(layer) + src * block_floats, sizeof(float) * block_floats);
+  }
 }
 
 }  // namespace zl

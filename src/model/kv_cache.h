@@ -25,10 +25,12 @@ class KvCache {
   // [num_blocks, block_size, kv_dim] for one layer.
   float* k(int32_t layer) { return k_.get() + layer * layer_stride_; }
   float* v(int32_t layer) { return v_.get() + layer * layer_stride_; }
+  // Copies one block's keys and values, in every layer (KV compaction).
+  void copy_block(int32_t src, int32_t dst);
 
  private:
   KvCache() = default;
-  int32_t num_blocks_ = 0, block_size_ = 0, kv_dim_ = 0;
+  int32_t num_blocks_ = 0, block_size_ = 0, kv_dim_ = 0, num_layers_ = 0;
   int64_t layer_stride_ = 0;  // num_blocks * block_size * kv_dim
   std::unique_ptr<float[]> k_;  // [num_layers, num_blocks, block_size, kv_dim]
   std::unique_ptr<float[]> v_;  // same

@@ -33,14 +33,15 @@ std::vector<Case> make_cases(int n, int32_t vocab, int max_prompt, uint32_t seed
   return cases;
 }
 
-std::unique_ptr<Engine> make_engine(const std::string& model, CachePolicy policy, int max_num_seqs, int budget) {
+std::unique_ptr<Engine> make_engine(const std::string& model, CachePolicy policy, int max_num_seqs, int budget,
+                                    int64_t kv_bytes = 16 << 20) {
   EngineConfig config;
   config.model = model;
   config.num_threads = 2;
   config.max_num_seqs = max_num_seqs;
   config.max_num_batched_tokens = budget;
   config.cache_policy = policy;
-  config.kv_cache_bytes = 16 << 20;
+  config.kv_cache_bytes = kv_bytes;
   config.block_size = 8;
   auto engine = Engine::create(config);
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
@@ -107,6 +108,28 @@ INSTANTIATE_TEST_SUITE_P(
         if (!isalnum(static_cast<unsigned char>(c))) c = '_';
       return name;
     });
+
+// A contiguous pool too small for its load fragments; compaction slides the
+// running extents together (copying their KV) and nothing changes in the output.
+TEST(CompactionTest, TightContiguousPoolCompactsWithoutChangingOutputs) {
+  std::vector<Case> cases = make_cases(48, 512, 80, 99);
+  auto alone_engine = make_engine("dummy:tiny", CachePolicy::kContiguous, 1, 32);
+  ASSERT_NE(alone_engine, nullptr);
+  std::vector<std::vector<int32_t>> alone;
+  for (size_t i = 0; i < cases.size(); ++i) alone.push_back(run_all(*alone_engine, cases, i, 1)[0]);
+  alone_engine.reset();
+  // dummy:tiny holds 2 KiB of KV per token: 400 tokens, 50 blocks of 8.
+  auto tight = make_engine("dummy:tiny", CachePolicy::kContiguous, 16, 48, 400 * 2048);
+  ASSERT_NE(tight, nullptr);
+  std::vector<std::vector<int32_t>> together = run_all(*tight, cases, 0, cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(together[i], alone[i]) << "request " << i;
+  EngineStats stats = tight->stats();
+  EXPECT_GT(stats.kv.num_compactions, 0);
+  EXPECT_EQ(stats.num_preemptions, 0);
+  EXPECT_EQ(stats.kv.num_used_blocks, 0);
+  RecordProperty("compactions", static_cast<int>(stats.kv.num_compactions));
+  RecordProperty("block_moves", static_cast<int>(stats.kv.num_block_moves));
+}
 
 TEST(PriorityTest, HigherPriorityIsAdmittedFirst) {
   auto engine = make_engine("dummy:tiny", CachePolicy::kContiguous, 1, 64);

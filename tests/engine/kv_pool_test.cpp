@@ -65,6 +65,15 @@ class PoolHarness {
     pool_.release(seq);
     check();
   }
+  std::vector<BlockMove> compact() {
+    std::vector<SeqBlocks*> live;
+    for (SeqBlocks& s : seqs_)
+      if (!s.table.empty()) live.push_back(&s);
+    std::vector<BlockMove> moves;
+    pool_.compact(live, 0, &moves);
+    check();
+    return moves;
+  }
   void check() {
     std::vector<const SeqBlocks*> live;
     for (const SeqBlocks& s : seqs_) live.push_back(&s);
@@ -360,6 +369,47 @@ TEST(KvPoolTest, ReleaseEvictsTailsBeforePrefixes) {
   h.release(b);
   SeqBlocks& a2 = h.admit(prompt, 13);
   EXPECT_EQ(a2.num_prefix_tokens, 2 * kBlockSize);  // the third block went first
+}
+
+TEST(KvPoolCompactionTest, SlidesExtentsTogetherSoALongRunFits) {
+  PoolHarness h(CachePolicy::kContiguous, 12);
+  SeqBlocks& a = h.admit(iota_tokens(4, 0), 4 * kBlockSize);    // [0, 4)
+  SeqBlocks& b = h.admit(iota_tokens(4, 100), 4 * kBlockSize);  // [4, 8)
+  SeqBlocks& c = h.admit(iota_tokens(4, 200), 4 * kBlockSize);  // [8, 12)
+  h.release(a);
+  h.release(c);  // free: [0, 4) and [8, 12)
+  EXPECT_DOUBLE_EQ(h.pool().stats().external_fragmentation, 0.5);
+  h.admit(iota_tokens(4, 300), 8 * kBlockSize, AdmitOutcome::kWait);
+  std::vector<BlockMove> moves = h.compact();
+  ASSERT_EQ(moves.size(), 4u);
+  EXPECT_EQ(moves[0].src, 4);
+  EXPECT_EQ(moves[0].dst, 0);
+  EXPECT_EQ(b.table, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_DOUBLE_EQ(h.pool().stats().external_fragmentation, 0.0);
+  SeqBlocks& d = h.admit(iota_tokens(4, 300), 8 * kBlockSize);
+  EXPECT_EQ(d.table.front(), 4);
+  EXPECT_EQ(h.pool().stats().num_compactions, 1);
+  EXPECT_TRUE(h.compact().empty());  // nothing left to move
+}
+
+TEST(KvPoolCompactionTest, SharedPrefixBlocksStayAndSignaturesFollowTheirBlocks) {
+  PoolHarness h(CachePolicy::kContiguous, 12);
+  SeqBlocks& hole = h.admit(iota_tokens(4, 900), 2 * kBlockSize);  // [0, 2)
+  auto prompt = iota_tokens(3 * kBlockSize + 1, 0);
+  SeqBlocks& a = h.admit(prompt, 4 * kBlockSize);  // [2, 6)
+  h.commit(a, prompt);                             // blocks 2, 3, 4 signed
+  auto shared = iota_tokens(2 * kBlockSize + 1, 0);
+  SeqBlocks& b = h.admit(shared, 3 * kBlockSize);  // prefix {2, 3}, extent [6, 7)
+  ASSERT_EQ(b.num_prefix_tokens, 2 * kBlockSize);
+  h.release(hole);
+  h.compact();
+  // a slides to [0, 4) carrying blocks still shared by b, whose table follows.
+  EXPECT_EQ(a.table, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(b.table, (std::vector<int32_t>{0, 1, 4}));
+  // The prefix index follows the moved blocks: the same prompt finds them.
+  SeqBlocks& c = h.admit(prompt, 4 * kBlockSize);
+  EXPECT_EQ(c.num_prefix_tokens, 3 * kBlockSize);
+  EXPECT_EQ(std::vector<int32_t>(c.table.begin(), c.table.begin() + 3), (std::vector<int32_t>{0, 1, 2}));
 }
 
 }  // namespace
