@@ -47,7 +47,8 @@ DEAD_AFTER_NS = 1_000_000_000
 SERVER_STOPPED = 2
 CLIENT_FREE, CLIENT_CLAIMING, CLIENT_ACTIVE, CLIENT_CLOSING = 0, 1, 2, 3
 REQUEST_SUBMIT, REQUEST_CANCEL = 1, 2
-PROMPT_TOKENS, PROMPT_TEXT = 1, 2
+PROMPT_TOKENS, PROMPT_TEXT, PROMPT_CHAT = 1, 2, 3
+CHAT_ROLES = {"system": 0, "user": 1, "assistant": 2, "tool": 3}
 RESPONSE_TOKEN, RESPONSE_TEXT, RESPONSE_FINISH, RESPONSE_ERROR = 1, 2, 3, 4
 FINISH_REASONS = ("stop", "length", "aborted", "error")
 
@@ -244,8 +245,14 @@ class Client:
                repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0, seed=None,
                num_top_logprobs=0, stop=(), stop_token_ids=(), ignore_eos=False, cache_salt="",
                priority=0, min_token_prob=0.0, signature=None):
-        """Writes one SUBMIT record; returns its request id. Events follow via next_event()."""
-        if isinstance(prompt, str):
+        """Writes one SUBMIT record; returns its request id. Events follow via next_event().
+
+        prompt: text, a list of token ids, or chat messages ([{"role": ..., "content": ...}],
+        rendered by the server through the model's chat template)."""
+        if isinstance(prompt, (list, tuple)) and prompt and isinstance(prompt[0], dict):
+            kind, body = PROMPT_CHAT, _encode_chat(prompt)
+            count = len(body)
+        elif isinstance(prompt, str):
             kind, body = PROMPT_TEXT, prompt.encode("utf-8")
             count = len(body)
         else:
@@ -388,6 +395,17 @@ class Client:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _encode_chat(messages):
+    parts = []
+    for m in messages:
+        role = CHAT_ROLES.get(m.get("role"))
+        if role is None:
+            raise ValueError(f"chat role must be one of {sorted(CHAT_ROLES)}, got {m.get('role')!r}")
+        content = m.get("content", "").encode("utf-8")
+        parts.append(struct.pack("<II", role, len(content)) + content)
+    return b"".join(parts)
 
 
 def connect(name="/zerolayer"):

@@ -170,6 +170,18 @@ enum zl_shm_request_kind {
 enum zl_shm_prompt_kind {
   ZL_SHM_PROMPT_TOKENS = 1,       /* prompt_count int32 token ids */
   ZL_SHM_PROMPT_TEXT = 2,         /* prompt_count bytes of UTF-8 */
+  ZL_SHM_PROMPT_CHAT = 3,         /* prompt_count bytes of chat messages, rendered by the
+                                     server through the model's chat template (with the
+                                     generation prompt): each message is a uint32
+                                     zl_shm_chat_role, a uint32 content length in bytes,
+                                     then that many bytes of UTF-8 */
+};
+
+enum zl_shm_chat_role {
+  ZL_SHM_ROLE_SYSTEM = 0,
+  ZL_SHM_ROLE_USER = 1,
+  ZL_SHM_ROLE_ASSISTANT = 2,
+  ZL_SHM_ROLE_TOOL = 3,
 };
 
 /* The fields of zl::SamplingParams, same meanings and ranges. */

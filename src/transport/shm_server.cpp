@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/log.h"
+#include "tokenizer/chat_prompt.h"
 #include "transport/shm_segment.h"
 #include "transport/wire.h"
 #include "zerolayer/engine.h"
@@ -48,7 +49,7 @@ struct ClientState {
 
 class ShmServer::Impl {
  public:
-  Impl(Engine& engine, std::unique_ptr<ShmSegment> segment);
+  Impl(Engine& engine, std::unique_ptr<ShmSegment> segment, const ShmServerConfig& config);
   ~Impl();
 
   // Any server thread: one record into client c's ring, leaving `headroom`
@@ -64,6 +65,8 @@ class ShmServer::Impl {
   std::unique_ptr<ClientState[]> clients_;
   uint32_t num_clients_ = 0;
   WireLimits limits_;
+  StatusOr<LoadedChatTemplate> chat_;    // the model's template, or why there is none
+  std::vector<int32_t> end_of_turn_ids_;
   Counters counters_;
   std::atomic<int32_t> overflow_pending_{0};
   std::atomic<bool> stop_{false};
@@ -72,6 +75,7 @@ class ShmServer::Impl {
  private:
   void run();
   bool drain_one();
+  Status render_chat(WireRequest& wire);
   void skip_dead_claim(uint64_t pos, uint64_t* stuck_since_ns);
   void sleep_until_request();
   void tick(uint64_t now);
@@ -163,8 +167,11 @@ class ShmSink : public EventSink {
 
 }  // namespace
 
-ShmServer::Impl::Impl(Engine& engine, std::unique_ptr<ShmSegment> segment)
+ShmServer::Impl::Impl(Engine& engine, std::unique_ptr<ShmSegment> segment, const ShmServerConfig& config)
     : engine_(engine), segment_(std::move(segment)), layout_(segment_->layout()),
+      chat_(load_chat_template(engine.model_info().name, config.tokenizer_path,
+                               engine.model_info().gguf_chat_template, config.chat_template, &engine.tokenizer())),
+      end_of_turn_ids_(end_of_turn_token_ids(engine.tokenizer())),
       scratch_(std::make_unique<zl_shm_request>()) {
   num_clients_ = layout_.header().num_clients;
   clients_ = std::make_unique<ClientState[]>(num_clients_);
@@ -337,6 +344,7 @@ void ShmServer::Impl::handle_submit(uint32_t c, const zl_shm_request& record) {
                                                 " requests in flight, the most max_inflight_per_client allows"));
   WireRequest wire;
   Status status = decode_submit(record, limits_, &wire);
+  if (status.ok() && !wire.chat.empty()) status = render_chat(wire);
   if (!status.ok()) return push_error(c, id, status);
   if (wire.has_signature) counters_.signature_hints.fetch_add(1, std::memory_order_relaxed);
   auto sink = std::make_shared<ShmSink>(this, c, id);
@@ -350,6 +358,24 @@ void ShmServer::Impl::handle_submit(uint32_t c, const zl_shm_request& record) {
   sink->engine_id.store(*engine_id, std::memory_order_release);
   cs.live[id] = std::move(sink);
   counters_.submitted.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Chat messages become prompt ids on this (reader) thread, as /v1/chat/completions
+// does: the template with the generation prompt, special-token text parsed,
+// and the template's end-of-turn tokens as stop ids.
+Status ShmServer::Impl::render_chat(WireRequest& wire) {
+  if (!chat_.ok()) return chat_.status().with_prefix("chat: this model has no usable chat template");
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  for (const ChatMessage& m : wire.chat) messages.push_back({{"role", m.role}, {"content", m.content}});
+  ChatTemplateOptions options;
+  options.add_generation_prompt = true;
+  options.bos_token = chat_->bos_token;
+  options.eos_token = chat_->eos_token;
+  ZL_ASSIGN_OR_RETURN(std::string text, apply_chat_template(*chat_->chat_template, messages, options));
+  wire.request.prompt_ids = encode_chat_prompt(engine_.tokenizer(), text, chat_->bos_token);
+  if (!wire.request.ignore_eos)
+    wire.request.stop_token_ids.insert(wire.request.stop_token_ids.end(), end_of_turn_ids_.begin(), end_of_turn_ids_.end());
+  return ok_status();
 }
 
 void ShmServer::Impl::monitor_client(uint32_t c, uint64_t now) {
@@ -428,7 +454,7 @@ StatusOr<std::unique_ptr<ShmServer>> ShmServer::start(Engine& engine, const ShmS
   segment_config.vocab_size = engine.model_info().vocab_size;
   segment_config.max_seq_len = engine.model_info().max_seq_len;
   ZL_ASSIGN_OR_RETURN(std::unique_ptr<ShmSegment> segment, ShmSegment::create(segment_config));
-  return std::unique_ptr<ShmServer>(new ShmServer(std::make_unique<Impl>(engine, std::move(segment))));
+  return std::unique_ptr<ShmServer>(new ShmServer(std::make_unique<Impl>(engine, std::move(segment), config)));
 }
 
 ShmServer::ShmServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -23,6 +23,10 @@ class Engine;
 struct ShmServerConfig {
   std::string name = "/zerolayer";     // shm_open name: one leading '/', no other
   uint64_t size_bytes = 64ull << 20;   // whole segment; response rings grow with it
+  // Chat requests (ZL_SHM_PROMPT_CHAT) render through the model's template,
+  // or this one ("chatml" or a file), as serve's --chat-template.
+  std::string chat_template;
+  std::string tokenizer_path;          // serve's --tokenizer, where templates may live
 };
 
 // Counters since start (any thread).

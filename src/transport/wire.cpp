@@ -58,6 +58,28 @@ class PayloadReader {
   uint32_t left_;
 };
 
+// Chat messages: (uint32 role, uint32 length, bytes)... filling all `size` bytes.
+Status decode_chat(const uint8_t* data, uint32_t size, std::vector<ChatMessage>* out) {
+  static const char* const kRoles[] = {"system", "user", "assistant", "tool"};
+  PayloadReader reader(data, size);
+  while (reader.left() > 0) {
+    const uint8_t* p = nullptr;
+    uint32_t header[2];
+    ZL_RETURN_IF_ERROR(reader.take("chat message header", sizeof(header), &p));
+    std::memcpy(header, p, sizeof(header));
+    if (header[0] > ZL_SHM_ROLE_TOOL)
+      return invalid_argument("chat message ", out->size(), ": role must be 0..3 (system, user, assistant, tool), got ",
+                              header[0]);
+    ZL_RETURN_IF_ERROR(reader.take("chat message content length", header[1], &p));
+    ChatMessage& m = out->emplace_back();
+    m.role = kRoles[header[0]];
+    m.content.assign(reinterpret_cast<const char*>(p), header[1]);
+    if (!valid_utf8(m.content)) return invalid_argument("chat message ", out->size() - 1, ": content is not valid UTF-8");
+  }
+  if (out->empty()) return invalid_argument("chat: no messages");
+  return ok_status();
+}
+
 Status decode_payload(const zl_shm_request& r, const WireLimits& limits, WireRequest* out) {
   Request& req = out->request;
   PayloadReader payload(r.payload, r.payload_bytes);
@@ -69,6 +91,9 @@ Status decode_payload(const zl_shm_request& r, const WireLimits& limits, WireReq
     for (size_t i = 0; i < req.prompt_ids.size(); ++i)
       if (req.prompt_ids[i] < 0 || req.prompt_ids[i] >= limits.vocab_size)
         return invalid_argument("prompt token ", i, " is ", req.prompt_ids[i], ", outside [0, ", limits.vocab_size, ")");
+  } else if (r.prompt_kind == ZL_SHM_PROMPT_CHAT) {
+    ZL_RETURN_IF_ERROR(payload.take("prompt_count", r.prompt_count, &p));
+    ZL_RETURN_IF_ERROR(decode_chat(p, r.prompt_count, &out->chat));
   } else {
     ZL_RETURN_IF_ERROR(payload.take("prompt_count", r.prompt_count, &p));
     req.prompt_text.assign(reinterpret_cast<const char*>(p), r.prompt_count);
@@ -102,8 +127,8 @@ void copy_request_out(const zl_shm_request& shared, zl_shm_request* local) {
 }
 
 Status decode_submit(const zl_shm_request& r, const WireLimits& limits, WireRequest* out) {
-  if (r.prompt_kind != ZL_SHM_PROMPT_TOKENS && r.prompt_kind != ZL_SHM_PROMPT_TEXT)
-    return invalid_argument("prompt_kind must be 1 (tokens) or 2 (text), got ", r.prompt_kind);
+  if (r.prompt_kind < ZL_SHM_PROMPT_TOKENS || r.prompt_kind > ZL_SHM_PROMPT_CHAT)
+    return invalid_argument("prompt_kind must be 1 (tokens), 2 (text) or 3 (chat), got ", r.prompt_kind);
   if (r.prompt_count == 0) return invalid_argument("prompt_count is 0: the prompt is empty");
   if (r.payload_bytes > ZL_SHM_REQUEST_PAYLOAD_BYTES)
     return invalid_argument("payload_bytes ", r.payload_bytes, " exceeds the record's ", ZL_SHM_REQUEST_PAYLOAD_BYTES);

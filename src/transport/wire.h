@@ -19,7 +19,13 @@ struct WireLimits {
   int32_t max_seq_len = 0;
 };
 
+struct ChatMessage {
+  std::string role;     // "system", "user", "assistant" or "tool"
+  std::string content;  // UTF-8
+};
+
 struct WireRequest {
+  std::vector<ChatMessage> chat;  // ZL_SHM_PROMPT_CHAT: the server renders and tokenizes these
   bool has_signature = false;
   uint8_t signature[16] = {};
   Request request;  // everything but the sink

@@ -35,6 +35,18 @@ def test_greedy_tokens_match_in_process(client):
     assert result.timings["finish_s"] > 0
 
 
+def test_chat_messages_render_through_the_template(client):
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}]
+    chat = client.generate(messages, max_new_tokens=8, temperature=0.0, ignore_eos=True)
+    # The server renders ChatML; the same text as a plain prompt gives the same greedy tokens.
+    text = ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
+            "<|im_start|>assistant\n")
+    plain = client.generate(text, max_new_tokens=8, temperature=0.0, ignore_eos=True)
+    assert chat.tokens == plain.tokens and len(chat.tokens) == 8
+    with pytest.raises(ValueError):
+        client.generate([{"role": "wizard", "content": "x"}], max_new_tokens=1)
+
+
 def test_streaming_text_prompt(client):
     events = list(client.stream("Hello from Python", max_new_tokens=5, temperature=0.0, ignore_eos=True))
     assert [e.kind for e in events].count(zl.RESPONSE_FINISH) == 1

@@ -64,7 +64,9 @@ TEST(ShmPython, PytestSuite) {
 
   auto engine = make_tiny_engine();
   std::string name = unique_shm_name("py");
-  auto server = ShmServer::start(*engine, {name, 16 << 20});
+  ShmServerConfig config{name, 16 << 20};
+  config.chat_template = "chatml";  // dummy:tiny has none of its own
+  auto server = ShmServer::start(*engine, config);
   ASSERT_TRUE(server.ok()) << server.status().message();
   auto sink = std::make_shared<CollectingSink>();
   Request request;

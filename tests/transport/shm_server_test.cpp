@@ -107,6 +107,15 @@ TEST_F(ShmServerTest, TextPromptWithStopAndSaltAndSignature) {
 }
 
 // Each malformed record gets one ERROR record naming the field; the server
+// One chat message header (role, declared length) followed by `bytes` bytes of "hi".
+void set_chat(zl_shm_request& r, uint32_t role, uint32_t length, uint32_t bytes) {
+  uint32_t header[2] = {role, length};
+  r.prompt_kind = ZL_SHM_PROMPT_CHAT;
+  std::memcpy(r.payload, header, sizeof(header));
+  std::memcpy(r.payload + sizeof(header), "hi", bytes);
+  r.prompt_count = r.payload_bytes = static_cast<uint32_t>(sizeof(header) + bytes);
+}
+
 // keeps serving the next request.
 TEST_F(ShmServerTest, MalformedRecordsAreRejected) {
   struct Case {
@@ -128,6 +137,10 @@ TEST_F(ShmServerTest, MalformedRecordsAreRejected) {
       {"max_new_tokens", [](zl_shm_request& r) { r.max_new_tokens = -5; }},
       {"prompt token", [](zl_shm_request& r) { reinterpret_cast<int32_t*>(r.payload)[0] = 1 << 30; }},
       {"cache_salt_bytes", [](zl_shm_request& r) { r.cache_salt_bytes = 1u << 31; }},
+      // Chat messages: (uint32 role, uint32 length, bytes)...
+      {"role", [](zl_shm_request& r) { set_chat(r, 9, 0, 0); }},
+      {"content length", [](zl_shm_request& r) { set_chat(r, 1, 1000, 2); }},
+      {"chat template", [](zl_shm_request& r) { set_chat(r, 1, 2, 2); }},  // this server has none
   };
   uint64_t id = 1000;
   for (const Case& c : cases) {

@@ -88,6 +88,8 @@ StatusOr<std::unique_ptr<ShmServer>> start_shm(Engine& engine, const ServeFlags&
   ZL_RETURN_IF_ERROR(parse_memory(f.shm_size, "--shm-size", bytes, fraction));
   if (bytes == 0) return invalid_argument("--shm-size must be a size like 64M, got '", f.shm_size, "'");
   config.size_bytes = static_cast<uint64_t>(bytes);
+  config.chat_template = f.http.chat_template;
+  config.tokenizer_path = f.model.tokenizer;
   return ShmServer::start(engine, config);
 }
 
