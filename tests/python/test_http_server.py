@@ -14,6 +14,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -34,11 +35,11 @@ MAX_SEQ_LEN = 512
 class Server:
     """A running `zerolayer serve` process."""
 
-    def __init__(self, *args, api_key=API_KEY):
+    def __init__(self, *args, api_key=API_KEY, shm_name=""):
         if not os.access(BIN, os.X_OK):
             pytest.skip(f"no server binary at {BIN}")
         self.log = tempfile.NamedTemporaryFile(prefix="zl-serve-", suffix=".log", delete=False)
-        cmd = [BIN, "serve", "--port", "0", "--shm-name", "", "--threads", "2", *args]
+        cmd = [BIN, "serve", "--port", "0", "--shm-name", shm_name, "--threads", "2", *args]
         if api_key:
             cmd += ["--api-key", api_key]
         self.api_key = api_key
@@ -667,3 +668,31 @@ def test_chat_without_template_is_400(server):
         assert "no chat template" in json.loads(data)["error"]["message"]
     status, _, data = complete(server)  # completions still work
     assert status == 200
+
+
+# ---------------------------------------------------------------- both transports of one server
+
+def test_shm_and_http_return_the_same_greedy_tokens():
+    sys.path.insert(0, str(REPO / "clients" / "python"))
+    import zerolayer_client as zl
+    name = f"/zl_pytest_{os.getpid()}"
+    s = Server("--model", "dummy:tiny", "--served-model-name", MODEL, "--kv-cache-memory", "16M",
+               "--chat-template", "chatml", api_key=None, shm_name=name)
+    try:
+        status, _, data = s.request("POST", "/v1/completions", {
+            "prompt": "Hello there", "max_tokens": 12, "temperature": 0, "ignore_eos": True,
+            "return_token_ids": True})
+        assert status == 200, data
+        http_ids = json.loads(data)["choices"][0]["token_ids"]
+        messages = [{"role": "user", "content": "Hi there"}]
+        status, _, data = s.request("POST", "/v1/chat/completions", {
+            "messages": messages, "max_tokens": 6, "temperature": 0, "ignore_eos": True})
+        assert status == 200, data
+        http_chat = json.loads(data)["choices"][0]["message"]["content"]
+        with zl.connect(name) as client:
+            over_shm = client.generate("Hello there", max_new_tokens=12, temperature=0.0, ignore_eos=True)
+            chat_over_shm = client.generate(messages, max_new_tokens=6, temperature=0.0, ignore_eos=True)
+        assert len(http_ids) == 12 and over_shm.tokens == http_ids
+        assert chat_over_shm.text == http_chat
+    finally:
+        assert s.stop() == 0
