@@ -50,6 +50,7 @@ struct EngineStats {
   int32_t num_waiting = 0;
   int64_t num_steps = 0;
   int64_t num_finished = 0;
+  int64_t num_finished_by_reason[4] = {};  // indexed by FinishReason
   int64_t num_preemptions = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;

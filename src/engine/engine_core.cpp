@@ -278,6 +278,7 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   if (seq->prefilled_at != Clock::time_point()) prefill_ns_.record(nanos_between(seq->admitted_at, seq->prefilled_at));
   if (seq->first_token_at != Clock::time_point()) ttft_ns_.record(nanos_between(seq->submitted_at, seq->first_token_at));
   num_finished_++;
+  num_finished_by_reason_[static_cast<int>(reason)]++;
   seq->request.sink->on_finish(event);
 }
 
@@ -292,6 +293,7 @@ EngineStats EngineCore::stats() const {
   s.num_waiting = static_cast<int32_t>(waiting_.size());
   s.num_steps = num_steps_;
   s.num_finished = num_finished_;
+  std::copy(std::begin(num_finished_by_reason_), std::end(num_finished_by_reason_), s.num_finished_by_reason);
   s.num_preemptions = num_preemptions_;
   s.prompt_tokens_total = prompt_tokens_total_;
   s.generation_tokens_total = generation_tokens_total_;

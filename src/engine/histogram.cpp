@@ -26,6 +26,12 @@ void Histogram::record(uint64_t value_ns) {
   max_ = std::max(max_, value_ns);
 }
 
+uint64_t Histogram::count_at_most(uint64_t value) const {
+  uint64_t n = 0;
+  for (int b = 0; b < kNumBuckets && bucket_upper(b) <= value; ++b) n += buckets_[static_cast<size_t>(b)];
+  return n;
+}
+
 uint64_t Histogram::quantile(double q) const {
   if (count_ == 0) return 0;
   uint64_t rank = static_cast<uint64_t>(q * static_cast<double>(count_ - 1)) + 1;

@@ -14,8 +14,13 @@ class Histogram {
   uint64_t count() const { return count_; }
   uint64_t max() const { return max_; }
   double mean() const { return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0.0; }
+  uint64_t sum() const { return sum_; }
   // The value at quantile q in [0, 1] (upper edge of its bucket, capped at max).
   uint64_t quantile(double q) const;
+  // Values recorded that are at most `value`, to bucket resolution (values in
+  // the bucket holding `value` count when that bucket's upper edge is <= value,
+  // so the answer never over-counts): Prometheus cumulative buckets.
+  uint64_t count_at_most(uint64_t value) const;
 
  private:
   static constexpr int kSubBits = 4;

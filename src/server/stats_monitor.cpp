@@ -11,6 +11,39 @@ int64_t now_ns() {
       .count();
 }
 
+// Bucket edges in seconds (vLLM's for the metrics it has), or tokens.
+constexpr double kLatencyBuckets[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+                                      1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+constexpr double kTokenBuckets[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+                                    0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+constexpr double kRequestBuckets[] = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,  15.0,  20.0,
+                                      30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+constexpr double kIterationBuckets[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+constexpr double kGapBuckets[] = {1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 1e-2, 0.1};
+
+// A Prometheus histogram from an engine Histogram recorded in ns (scale
+// 1e-9 → seconds) or in plain units (scale 1).
+template <size_t N>
+void histogram(std::ostringstream& out, const std::string& label, const char* name, const char* help,
+               const Histogram& h, const double (&edges)[N], double scale = 1e-9) {
+  out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " histogram\n";
+  const std::string inner = label.substr(1, label.size() - 2);  // model_name="..."
+  for (double edge : edges) {
+    uint64_t at_most = h.count_at_most(static_cast<uint64_t>(edge / scale));
+    out << name << "_bucket{" << inner << ",le=\"" << edge << "\"} " << at_most << '\n';
+  }
+  out << name << "_bucket{" << inner << ",le=\"+Inf\"} " << h.count() << '\n';
+  out << name << "_sum" << label << ' ' << static_cast<double>(h.sum()) * scale << '\n';
+  out << name << "_count" << label << ' ' << h.count() << '\n';
+}
+
+void counter_by_reason(std::ostringstream& out, const std::string& model_name, FinishReason reason, int64_t value) {
+  static const char* kName = "vllm:request_success_total";
+  if (reason == FinishReason::kStop) out << "# HELP " << kName << " Requests finished, by reason.\n# TYPE " << kName << " counter\n";
+  out << kName << "{model_name=\"" << model_name << "\",finished_reason=\"" << finish_reason_name(reason) << "\"} "
+      << value << '\n';
+}
+
 }  // namespace
 
 StatsMonitor::StatsMonitor(Engine& engine, double interval_s) : engine_(engine), interval_s_(interval_s) {
@@ -79,6 +112,30 @@ std::string prometheus_text(const EngineStats& s, const HttpCounters& http, cons
   metric("vllm:num_preemptions_total", "counter", "Preemptions (paged policy).", s.num_preemptions);
   metric("vllm:prompt_tokens_total", "counter", "Prompt tokens admitted.", s.prompt_tokens_total);
   metric("vllm:generation_tokens_total", "counter", "Tokens generated.", s.generation_tokens_total);
+  for (FinishReason reason : {FinishReason::kStop, FinishReason::kLength, FinishReason::kAborted, FinishReason::kError})
+    counter_by_reason(out, model_name, reason, s.num_finished_by_reason[static_cast<int>(reason)]);
+  metric("vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
+         s.kv.prefix_query_tokens);
+  metric("vllm:prefix_cache_hits_total", "counter", "Prompt tokens served from the prefix cache.",
+         s.kv.prefix_hit_tokens);
+  histogram(out, label, "vllm:time_to_first_token_seconds", "Time to first token.", s.time_to_first_token_ns,
+            kLatencyBuckets);
+  histogram(out, label, "vllm:inter_token_latency_seconds", "Time between consecutive tokens of a request.",
+            s.inter_token_ns, kTokenBuckets);
+  histogram(out, label, "vllm:e2e_request_latency_seconds", "Submit to terminal event.", s.e2e_ns, kRequestBuckets);
+  histogram(out, label, "vllm:request_queue_time_seconds", "Submit to admission.", s.queue_ns, kRequestBuckets);
+  histogram(out, label, "vllm:request_prefill_time_seconds", "Admission to prompt computed.", s.prefill_ns,
+            kRequestBuckets);
+  histogram(out, label, "vllm:iteration_tokens_total", "Tokens per engine step.", s.batch_tokens, kIterationBuckets,
+            1.0);
+  histogram(out, label, "zerolayer:scheduling_gap_seconds",
+            "Host time between two forward passes (sampling, publishing, scheduling).", s.sched_gap_ns, kGapBuckets);
+  metric("zerolayer:kv_fragmentation_internal", "gauge", "KV slots held but never usable, share of the pool.",
+         s.kv.internal_fragmentation);
+  metric("zerolayer:kv_fragmentation_external", "gauge",
+         "1 - largest run of free or cached KV blocks / all free or cached blocks.", s.kv.external_fragmentation);
+  metric("zerolayer:kv_signatures_live", "gauge", "Block signatures in the prefix index.", s.kv.num_live_signatures);
+  metric("zerolayer:kv_compactions_total", "counter", "Contiguous-pool compactions.", s.kv.num_compactions);
   metric("zerolayer:kv_blocks_total", "gauge", "Blocks in the KV pool.", s.kv.num_blocks);
   metric("zerolayer:kv_blocks_used", "gauge", "KV blocks held by requests.", s.kv.num_used_blocks);
   metric("zerolayer:kv_blocks_cached", "gauge", "Free KV blocks kept for prefix reuse.", s.kv.num_cached_blocks);

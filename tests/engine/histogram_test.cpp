@@ -17,6 +17,16 @@ TEST(HistogramTest, QuantilesWithinBucketResolution) {
   EXPECT_NEAR(h.mean(), 5000500.0, 1.0);
 }
 
+TEST(HistogramTest, CountAtMostIsCumulativeAndNeverOverCounts) {
+  Histogram h;
+  for (uint64_t v = 1; v <= 1000; ++v) h.record(v * 1000);  // 1 µs .. 1 ms
+  EXPECT_EQ(h.count_at_most(0), 0u);
+  EXPECT_LE(h.count_at_most(500000), 500u);
+  EXPECT_GE(h.count_at_most(500000), 470u);  // within one bucket (~6%)
+  EXPECT_EQ(h.count_at_most(UINT64_MAX), 1000u);
+  EXPECT_EQ(h.sum(), 500500000u);
+}
+
 TEST(HistogramTest, SmallValuesAreExact) {
   Histogram h;
   for (uint64_t v : {0u, 1u, 3u, 3u, 15u}) h.record(v);

@@ -258,8 +258,28 @@ def test_models_health_tokenize(server):
 
 def test_metrics(server):
     m = server.metrics()
-    for name in ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting"):
+    for name in ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting",
+                 "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+                 "zerolayer:kv_fragmentation_external", "zerolayer:kv_signatures_live"):
         assert name in m
+
+
+def test_metrics_histograms_are_prometheus_histograms(server):
+    complete(server, max_tokens=4)  # at least one finished request
+    status, _, data = server.request("GET", "/metrics")
+    text = data.decode()
+    label = f'model_name="{MODEL}"'
+    success = re.search(r'vllm:request_success_total\{' + label + r',finished_reason="length"\} (\d+)', text)
+    assert success and int(success.group(1)) >= 1
+    for name in ("vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
+                 "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds",
+                 "vllm:request_prefill_time_seconds", "vllm:iteration_tokens_total",
+                 "zerolayer:scheduling_gap_seconds"):
+        assert f"# TYPE {name} histogram" in text
+        buckets = [int(v) for v in re.findall(re.escape(name) + r'_bucket\{' + label + r',le="[^"]+"\} (\d+)', text)]
+        count = int(re.search(re.escape(name) + r"_count\{" + label + r"\} (\d+)", text).group(1))
+        assert buckets == sorted(buckets) and buckets[-1] == count, name  # cumulative, +Inf last
+        assert count >= 1, name
 
 
 # ---------------------------------------------------------------- malformed input, raw HTTP
