@@ -147,23 +147,18 @@ int run_serve(ServeFlags& f) {
     (*http)->shutdown(0.0);
     return report_error(engine.status());
   }
-  (*http)->attach_engine(**engine);
-
+  // Shared memory first: once /health answers 200, every transport is ready.
   std::unique_ptr<ShmServer> shm;
   if (!f.shm_name.empty()) {
     auto started = start_shm(**engine, f);
-    if (started.ok()) {
-      shm = std::move(*started);
-      std::printf("zerolayer: shared memory at %s\n", f.shm_name.c_str());
-    } else if (started.status().code() == StatusCode::kUnimplemented) {
-      // A build whose transport is still a stub serves HTTP alone.
-      std::fprintf(stderr, "zerolayer: shared memory unavailable (%s); HTTP only\n",
-                   started.status().message().c_str());
-    } else {
+    if (!started.ok()) {
       (*http)->shutdown(0.0);
       return report_error(started.status().with_prefix("shared memory " + f.shm_name));
     }
+    shm = std::move(*started);
+    std::printf("zerolayer: shared memory at %s\n", f.shm_name.c_str());
   }
+  (*http)->attach_engine(**engine);
 
   std::printf("zerolayer: serving %s on http://%s:%d (POST /v1/completions, GET /health); Ctrl-C stops\n",
               f.http.served_model_name.empty() ? config->model.c_str() : f.http.served_model_name.c_str(),
