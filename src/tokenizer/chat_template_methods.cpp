@@ -35,14 +35,6 @@ Value unsafe_method(const Value& obj, const std::string& name) {
   return Value::callable(name, [msg](Renderer&, ValueList&, KwArgs&) -> StatusOr<Value> { return invalid_argument(msg); });
 }
 
-// Keyword arguments of Python methods, looked up by name after the positionals.
-const Value* kwarg(const KwArgs& kwargs, const char* name) {
-  for (const auto& [k, v] : kwargs) {
-    if (k == name) return &v;
-  }
-  return nullptr;
-}
-
 StatusOr<Value> dict_method(const Value& obj, const std::string& name) {
   if (name == "items" || name == "keys" || name == "values") {
     return Value::callable(name, [obj, name](Renderer&, ValueList& args, KwArgs&) -> StatusOr<Value> {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/status.h"
 
@@ -21,6 +22,9 @@ namespace zl {
 class Engine;
 
 struct ShmServerConfig {
+  ShmServerConfig() = default;
+  ShmServerConfig(std::string name_in, uint64_t size_bytes_in) : name(std::move(name_in)), size_bytes(size_bytes_in) {}
+
   std::string name = "/zerolayer";     // shm_open name: one leading '/', no other
   uint64_t size_bytes = 64ull << 20;   // whole segment; response rings grow with it
   // Chat requests (ZL_SHM_PROMPT_CHAT) render through the model's template,

@@ -95,7 +95,9 @@ TEST_P(BatchInvarianceTest, ConcurrentEqualsAlone) {
   EngineStats stats = batch_engine->stats();
   EXPECT_GT(stats.batch_size_mean, 2.0);
   EXPECT_EQ(stats.kv.num_used_blocks, 0);
-  if (policy == CachePolicy::kContiguous) EXPECT_EQ(stats.num_preemptions, 0);
+  if (policy == CachePolicy::kContiguous) {
+    EXPECT_EQ(stats.num_preemptions, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
