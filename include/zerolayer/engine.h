@@ -67,6 +67,9 @@ struct EngineStats {
   Histogram e2e_ns;                  // submit to finish
   Histogram queue_ns;                // submit to admission
   Histogram prefill_ns;              // admission to prompt computed
+  Histogram decode_ns;               // first token to finish
+  Histogram prompt_tokens;           // per finished request
+  Histogram generation_tokens;       // per finished request
   double batch_size_mean = 0, tokens_per_step_mean = 0;
 };
 

@@ -276,7 +276,12 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   e2e_ns_.record(nanos_between(seq->submitted_at, now));
   if (seq->admitted_once) queue_ns_.record(nanos_between(seq->submitted_at, seq->admitted_at));
   if (seq->prefilled_at != Clock::time_point()) prefill_ns_.record(nanos_between(seq->admitted_at, seq->prefilled_at));
-  if (seq->first_token_at != Clock::time_point()) ttft_ns_.record(nanos_between(seq->submitted_at, seq->first_token_at));
+  if (seq->first_token_at != Clock::time_point()) {
+    ttft_ns_.record(nanos_between(seq->submitted_at, seq->first_token_at));
+    decode_ns_.record(nanos_between(seq->first_token_at, now));
+  }
+  prompt_tokens_hist_.record(static_cast<uint64_t>(seq->num_prompt_tokens));
+  generation_tokens_hist_.record(static_cast<uint64_t>(seq->num_generated()));
   num_finished_++;
   num_finished_by_reason_[static_cast<int>(reason)]++;
   seq->request.sink->on_finish(event);
@@ -309,6 +314,9 @@ EngineStats EngineCore::stats() const {
   s.e2e_ns = e2e_ns_;
   s.queue_ns = queue_ns_;
   s.prefill_ns = prefill_ns_;
+  s.decode_ns = decode_ns_;
+  s.prompt_tokens = prompt_tokens_hist_;
+  s.generation_tokens = generation_tokens_hist_;
   if (num_steps_ > 0) {
     s.batch_size_mean = static_cast<double>(sum_batch_seqs_) / static_cast<double>(num_steps_);
     s.tokens_per_step_mean = static_cast<double>(sum_batch_tokens_) / static_cast<double>(num_steps_);

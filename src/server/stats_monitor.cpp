@@ -19,6 +19,7 @@ constexpr double kTokenBuckets[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.
 constexpr double kRequestBuckets[] = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,  15.0,  20.0,
                                       30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 constexpr double kIterationBuckets[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+constexpr double kLengthBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
 constexpr double kGapBuckets[] = {1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 1e-2, 0.1};
 
 // A Prometheus histogram from an engine Histogram recorded in ns (scale
@@ -126,6 +127,11 @@ std::string prometheus_text(const EngineStats& s, const HttpCounters& http, cons
   histogram(out, label, "vllm:request_queue_time_seconds", "Submit to admission.", s.queue_ns, kRequestBuckets);
   histogram(out, label, "vllm:request_prefill_time_seconds", "Admission to prompt computed.", s.prefill_ns,
             kRequestBuckets);
+  histogram(out, label, "vllm:request_decode_time_seconds", "First token to finish.", s.decode_ns, kRequestBuckets);
+  histogram(out, label, "vllm:request_prompt_tokens", "Prompt tokens per finished request.", s.prompt_tokens,
+            kLengthBuckets, 1.0);
+  histogram(out, label, "vllm:request_generation_tokens", "Generated tokens per finished request.",
+            s.generation_tokens, kLengthBuckets, 1.0);
   histogram(out, label, "vllm:iteration_tokens_total", "Tokens per engine step.", s.batch_tokens, kIterationBuckets,
             1.0);
   histogram(out, label, "zerolayer:scheduling_gap_seconds",

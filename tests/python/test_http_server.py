@@ -273,7 +273,8 @@ def test_metrics_histograms_are_prometheus_histograms(server):
     assert success and int(success.group(1)) >= 1
     for name in ("vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
                  "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds",
-                 "vllm:request_prefill_time_seconds", "vllm:iteration_tokens_total",
+                 "vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
+                 "vllm:request_prompt_tokens", "vllm:request_generation_tokens", "vllm:iteration_tokens_total",
                  "zerolayer:scheduling_gap_seconds"):
         assert f"# TYPE {name} histogram" in text
         buckets = [int(v) for v in re.findall(re.escape(name) + r'_bucket\{' + label + r',le="[^"]+"\} (\d+)', text)]
