@@ -199,9 +199,6 @@ void EngineCore::step() {
   ForwardBatch batch{batch_tokens_, batch_chunks_, batch_rows_};
   Status status = model_.forward(batch, cache_, logits_.data());
   Clock::time_point end = Clock::now();
-  num_steps_++;
-  sum_batch_seqs_ += static_cast<int64_t>(scheduled_.size());
-  sum_batch_tokens_ += static_cast<int64_t>(batch_tokens_.size());
   batch_seqs_.record(scheduled_.size());
   batch_tokens_hist_.record(batch_tokens_.size());
   if (!status.ok()) {
@@ -282,7 +279,6 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   }
   prompt_tokens_hist_.record(static_cast<uint64_t>(seq->num_prompt_tokens));
   generation_tokens_hist_.record(static_cast<uint64_t>(seq->num_generated()));
-  num_finished_++;
   num_finished_by_reason_[static_cast<int>(reason)]++;
   seq->request.sink->on_finish(event);
 }
@@ -296,8 +292,9 @@ EngineStats EngineCore::stats() const {
   EngineStats s;
   s.num_running = static_cast<int32_t>(running_.size());
   s.num_waiting = static_cast<int32_t>(waiting_.size());
-  s.num_steps = num_steps_;
-  s.num_finished = num_finished_;
+  // One batch_seqs_ sample per step; one reason count per finished request.
+  s.num_steps = static_cast<int64_t>(batch_seqs_.count());
+  for (int64_t n : num_finished_by_reason_) s.num_finished += n;
   std::copy(std::begin(num_finished_by_reason_), std::end(num_finished_by_reason_), s.num_finished_by_reason);
   s.num_preemptions = num_preemptions_;
   s.prompt_tokens_total = prompt_tokens_total_;
@@ -317,10 +314,8 @@ EngineStats EngineCore::stats() const {
   s.decode_ns = decode_ns_;
   s.prompt_tokens = prompt_tokens_hist_;
   s.generation_tokens = generation_tokens_hist_;
-  if (num_steps_ > 0) {
-    s.batch_size_mean = static_cast<double>(sum_batch_seqs_) / static_cast<double>(num_steps_);
-    s.tokens_per_step_mean = static_cast<double>(sum_batch_tokens_) / static_cast<double>(num_steps_);
-  }
+  s.batch_size_mean = batch_seqs_.mean();
+  s.tokens_per_step_mean = batch_tokens_hist_.mean();
   return s;
 }
 

@@ -88,9 +88,8 @@ class EngineCore {
   Histogram sched_gap_ns_, batch_seqs_, batch_tokens_hist_;
   Histogram ttft_ns_, inter_token_ns_, e2e_ns_, queue_ns_, prefill_ns_, decode_ns_;
   Histogram prompt_tokens_hist_, generation_tokens_hist_;
-  int64_t num_steps_ = 0, num_finished_ = 0, num_preemptions_ = 0;
-  int64_t num_finished_by_reason_[4] = {};
-  int64_t sum_batch_seqs_ = 0, sum_batch_tokens_ = 0;
+  int64_t num_preemptions_ = 0;
+  int64_t num_finished_by_reason_[4] = {};  // by FinishReason
   int64_t prompt_tokens_total_ = 0, generation_tokens_total_ = 0;
 };
 
