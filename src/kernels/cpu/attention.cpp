@@ -5,15 +5,26 @@
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/simd_exp.h"
+
+#define ZL_AVX512 __attribute__((target("avx512f,avx512dq,fma")))
 
 namespace zl::cpu {
 namespace {
 
-// One (token, head): out = softmax(q·Kᵀ·scale) · V over positions [0, pos].
-void attend_one(const AttentionArgs& a, int64_t token, int32_t head, float* acc) {
-  const int32_t group = a.num_heads / a.num_kv_heads;
-  const int64_t kv_dim = int64_t{a.num_kv_heads} * a.head_dim;
-  const int64_t kv_offset = int64_t{head / group} * a.head_dim;
+// The largest head the vector path keeps its accumulator for (on the stack).
+constexpr int32_t kMaxVectorHeadDim = 512;
+
+const float* kv_row(const AttentionArgs& a, const float* cache, const int32_t* blocks, int32_t p,
+                    int64_t kv_offset) {
+  int64_t row = int64_t{blocks[p / a.block_size]} * a.block_size + p % a.block_size;
+  return cache + row * int64_t{a.num_kv_heads} * a.head_dim + kv_offset;
+}
+
+// The scalar reference for one (token, head): online softmax one position at
+// a time. acc: [head_dim] scratch.
+void attend_one_scalar(const AttentionArgs& a, int64_t token, int32_t head, float* acc) {
+  const int64_t kv_offset = int64_t{head / (a.num_heads / a.num_kv_heads)} * a.head_dim;
   const float* q = a.q + (token * a.num_heads + head) * a.head_dim;
   const int32_t* blocks = a.block_tables[token];
   const int32_t pos = a.positions[token];
@@ -21,9 +32,8 @@ void attend_one(const AttentionArgs& a, int64_t token, int32_t head, float* acc)
   float max_score = -INFINITY, sum = 0.0f;
   for (int32_t d = 0; d < a.head_dim; ++d) acc[d] = 0.0f;
   for (int32_t p = 0; p <= pos; ++p) {
-    int64_t row = int64_t{blocks[p / a.block_size]} * a.block_size + p % a.block_size;
-    const float* k = a.k_cache + row * kv_dim + kv_offset;
-    const float* v = a.v_cache + row * kv_dim + kv_offset;
+    const float* k = kv_row(a, a.k_cache, blocks, p, kv_offset);
+    const float* v = kv_row(a, a.v_cache, blocks, p, kv_offset);
     float score = dot_f32(q, k, a.head_dim) * a.scale;
     if (score > max_score) {
       // Rescale what was accumulated under the old maximum.
@@ -40,15 +50,125 @@ void attend_one(const AttentionArgs& a, int64_t token, int32_t head, float* acc)
   for (int32_t d = 0; d < a.head_dim; ++d) out[d] = acc[d] / sum;
 }
 
+ZL_AVX512 inline __mmask16 tail_mask(int64_t left) {
+  return left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// Lane j = the sum of the 16 lanes of v[j]: a transpose by halves (each
+// level adds pairs and halves the lanes per vector), then one permute.
+ZL_AVX512 inline __m512 sum16(const __m512* v) {
+  __m512 w[8], u[4], z[2];
+  for (int i = 0; i < 8; ++i)  // keys 2i, 2i+1: 8 lanes each
+    w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+  for (int i = 0; i < 4; ++i)  // keys 4i..4i+3: 4 lanes each, one per 128-bit quarter
+    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], 0xDD));
+  for (int i = 0; i < 2; ++i)  // 2 lanes each
+    z[i] = _mm512_add_ps(_mm512_unpacklo_ps(u[2 * i], u[2 * i + 1]), _mm512_unpackhi_ps(u[2 * i], u[2 * i + 1]));
+  const __m512 sums = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(z[0]), _mm512_castps_pd(z[1]))),
+                                    _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(z[0]), _mm512_castps_pd(z[1]))));
+  // Lane 4k + m now holds key 4m + k.
+  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+  return _mm512_permutexvar_ps(order, sums);
+}
+
+// One (token, head) with AVX-512: positions in chunks of 16, the chunk's
+// scores as one vector, the running max and sum updated once per chunk (the
+// same online softmax, coarser), exp vectorized. Each token's arithmetic
+// depends only on its own positions, so results do not depend on the batch.
+ZL_AVX512 void attend_one_avx512(const AttentionArgs& a, int64_t token, int32_t head) {
+  const int32_t hd = a.head_dim;
+  const int64_t kv_offset = int64_t{head / (a.num_heads / a.num_kv_heads)} * hd;
+  const float* q = a.q + (token * a.num_heads + head) * hd;
+  const int32_t* blocks = a.block_tables[token];
+  const int32_t pos = a.positions[token];
+  alignas(64) float acc[kMaxVectorHeadDim];
+  alignas(64) float weights[16];
+  for (int32_t d = 0; d < hd; d += 16) _mm512_storeu_ps(acc + d, _mm512_setzero_ps());
+  float max_score = -INFINITY, sum = 0.0f;
+  const int64_t kv_dim = int64_t{a.num_kv_heads} * hd;
+  int32_t block = 0, slot = 0;  // position p0 + j = block * block_size + slot
+  for (int32_t p0 = 0; p0 <= pos; p0 += 16) {
+    const int32_t n = std::min(16, pos + 1 - p0);
+    const float* k_rows[16];
+    const float* v_rows[16];
+    for (int32_t j = 0; j < 16; ++j) {
+      if (j >= n) {  // a readable stand-in; its score is masked off below
+        k_rows[j] = k_rows[0];
+        continue;
+      }
+      const int64_t row = (int64_t{blocks[block]} * a.block_size + slot) * kv_dim + kv_offset;
+      if (++slot == a.block_size) {
+        slot = 0;
+        ++block;
+      }
+      k_rows[j] = a.k_cache + row;
+      v_rows[j] = a.v_cache + row;
+    }
+    __m512 dots[16];
+    for (__m512& d : dots) d = _mm512_setzero_ps();
+    for (int32_t d = 0; d < hd; d += 16) {
+      const __mmask16 m = tail_mask(hd - d);
+      const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
+      for (int32_t j = 0; j < 16; ++j) dots[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k_rows[j] + d), dots[j]);
+    }
+    alignas(64) float scores[16];
+    _mm512_store_ps(scores, _mm512_mul_ps(sum16(dots), _mm512_set1_ps(a.scale)));
+    const __mmask16 valid = tail_mask(n);
+    __m512 sv = _mm512_mask_load_ps(_mm512_set1_ps(-INFINITY), valid, scores);
+    const float chunk_max = _mm512_reduce_max_ps(sv);
+    if (chunk_max > max_score) {
+      // Rescale what was accumulated under the old maximum (nothing yet on the first chunk).
+      if (sum > 0.0f) {
+        const float correction = std::exp(max_score - chunk_max);
+        const __m512 c = _mm512_set1_ps(correction);
+        sum *= correction;
+        for (int32_t d = 0; d < hd; d += 16)
+          _mm512_storeu_ps(acc + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), c));
+      }
+      max_score = chunk_max;
+    }
+    __m512 w = _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(sv, _mm512_set1_ps(max_score))));
+    sum += _mm512_reduce_add_ps(w);
+    _mm512_store_ps(weights, w);
+    for (int32_t d = 0; d < hd; d += 16) {
+      __mmask16 m = tail_mask(hd - d);
+      __m512 o = _mm512_loadu_ps(acc + d);
+      for (int32_t j = 0; j < n; ++j)
+        o = _mm512_fmadd_ps(_mm512_set1_ps(weights[j]), _mm512_maskz_loadu_ps(m, v_rows[j] + d), o);
+      _mm512_storeu_ps(acc + d, o);
+    }
+  }
+  float* out = a.out + (token * a.num_heads + head) * hd;
+  const __m512 inv = _mm512_set1_ps(1.0f / sum);
+  for (int32_t d = 0; d < hd; d += 16)
+    _mm512_mask_storeu_ps(out + d, tail_mask(hd - d), _mm512_mul_ps(_mm512_loadu_ps(acc + d), inv));
+}
+
+// Work items run head by head (one head's keys and values, [positions,
+// head_dim], stay in L2 while every token reads them) and, within a head, in
+// token order 0, n-1, 1, n-2, ... so that any contiguous share of the items
+// carries about equal causal work in a prefill (token t attends to t+1 positions).
+int64_t zigzag_token(int64_t i, int64_t num_tokens) { return i % 2 == 0 ? i / 2 : num_tokens - 1 - i / 2; }
+
 }  // namespace
 
-void attention_f32(ThreadPool& pool, const AttentionArgs& args) {
-  int64_t num_items = args.num_tokens * args.num_heads;
+void attention_f32(ThreadPool& pool, const AttentionArgs& args, Isa isa) {
+  const int64_t num_items = args.num_tokens * args.num_heads;
+  const bool vector = isa == Isa::kAvx512 && args.head_dim <= kMaxVectorHeadDim;
   auto items = [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> acc;
     acc.resize(static_cast<size_t>(args.head_dim));
-    for (int64_t item = begin; item < end; ++item)
-      attend_one(args, item / args.num_heads, static_cast<int32_t>(item % args.num_heads), acc.data());
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t token = zigzag_token(item % args.num_tokens, args.num_tokens);
+      const auto head = static_cast<int32_t>(item / args.num_tokens);
+      if (vector) {
+        attend_one_avx512(args, token, head);
+      } else {
+        attend_one_scalar(args, token, head, acc.data());
+      }
+    }
   };
   // Small work (short contexts, tiny heads) is cheaper inline than woken workers.
   int64_t max_pos = 0;
