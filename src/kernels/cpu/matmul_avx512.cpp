@@ -10,14 +10,19 @@
 // of a row that is not a multiple of 16 uses masked loads.
 //
 // Quantized formats: vpdpbusd multiplies unsigned by signed bytes, so the
-// weight codes are made unsigned by an offset (Q4_0: the stored nibble, i.e.
-// code + 8; Q8_0 and I8: code + 128, by flipping the top bit) and the offset
-// is taken back per block from the activation sum: for a block,
-//   sum(w * x) = sum(u * x) - offset * sum(x).
+// weight codes are made unsigned by an offset of 128 (Q8_0 and I8: code + 128,
+// by flipping the top bit; Q4_0: 16 * the stored nibble = 16 * code + 128,
+// with the block scale divided by 16, exact in f32) and the offset is taken
+// back per block from the activation sum: for a block,
+//   sum(w * x) = sum(u * x) - 128 * sum(x).
 // One 512-bit register holds two blocks of 32; its 16 int32 lanes hold 8
-// partial dots of each block, so each lane subtracts offset / 8 * d_x * sum(q_x)
+// partial dots of each block, so each lane subtracts 16 * d_x * sum(q_x)
 // (ds from quantize_activations) before the weight block scale is applied:
-//   acc += d_w * (d_x * float(lanes) - offset / 8 * ds).
+//   acc += d_w * (d_x * float(lanes) - 16 * ds),
+// with d_x and 16 * ds pre-spread over the lanes (MatmulInput::xdv, xcv).
+// Q4_0 weight scales and codes come from one masked load by vpermw; the next
+// row tile is prefetched while decoding (T < 4), as short rows give the
+// hardware prefetcher too little to learn from.
 // GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -62,6 +67,7 @@ ZL_AVX512 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t
   const float* xr[T];
   for (int r = 0; r < R; ++r) wr[r] = w.row(r0 + r);
   for (int t = 0; t < T; ++t) xr[t] = in.x + (t0 + t) * n;
+  const int64_t next_tile = R * w.row_bytes();
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -70,6 +76,8 @@ ZL_AVX512 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_ps(xr[t] + k);
     for (int r = 0; r < R; ++r) {
+      // The next row tile (see micro_quant).
+      _mm_prefetch(reinterpret_cast<const char*>(wr[r] + next_tile) + k * (D == DType::kF32 ? 4 : 2), _MM_HINT_T0);
       __m512 wv = load_f32x16<D>(wr[r], k);
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
     }
@@ -87,45 +95,43 @@ ZL_AVX512 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
-// Two floats at p (adjacent) spread over lanes 0-7 and 8-15.
-ZL_AVX512 inline __m512 spread_pair(const float* p) {
-  __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p)));
-  const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(two));
-}
-
-ZL_AVX512 inline __m512 spread_halves(float lo, float hi) {
-  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(lo)), _mm256_set1_ps(hi), 1);
-}
-
-ZL_AVX512 inline float f16_at(const uint8_t* p) {
-  uint16_t h;
-  __builtin_memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
 template <DType D>
 constexpr int64_t kBlockBytes = D == DType::kQ8_0 ? 34 : D == DType::kQ4_0 ? 18 : 32;
 
+// 16-bit words 0-7 <- word a, 8-15 <- word b (for vpermw).
+ZL_AVX512 inline __m512i word_pair_index(short a, short b) {
+  return _mm512_castsi256_si512(
+      _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(a)), _mm_set1_epi16(b), 1));
+}
+
 // Codes of blocks b, b+1 (or only b when one is false: upper half zero) as
-// unsigned bytes, and their scales spread over the two halves.
+// unsigned bytes, and their scales spread over the two halves. The f16 scales
+// (and Q4_0's codes) come from one masked load of the two blocks' words,
+// rearranged by vpermw; masked loads never touch memory past the blocks.
 template <DType D>
 ZL_AVX512 inline __m512i load_codes(const uint8_t* p, bool two, __m512* scale) {
   const __m512i top = _mm512_set1_epi8(static_cast<char>(0x80));
   if constexpr (D == DType::kQ8_0) {
+    // Words: 0 scale of b, 1-16 codes of b, 17 scale of b+1.
+    const __m512i raw = _mm512_maskz_loadu_epi16(two ? 0x3FFFF : 0x1, p);
+    *scale = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(word_pair_index(0, 17), raw)));
     __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
     __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36)) : _mm256_setzero_si256();
-    *scale = spread_halves(f16_at(p), two ? f16_at(p + 34) : 0.0f);
     return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), top);
   } else if constexpr (D == DType::kQ4_0) {
-    __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-    __m128i b1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)) : _mm_setzero_si128();
-    *scale = spread_halves(f16_at(p), two ? f16_at(p + 18) : 0.0f);
-    __m512i z = _mm512_inserti32x4(_mm512_castsi128_si512(b0), b0, 1);
-    z = _mm512_inserti32x4(_mm512_inserti32x4(z, b1, 2), b1, 3);
-    // 128-bit lanes 1 and 3 take the high nibbles (elements 16..31 of a block).
-    __m512i nibbles = _mm512_mask_blend_epi64(0xCC, z, _mm512_srli_epi16(z, 4));
-    return _mm512_and_si512(nibbles, _mm512_set1_epi8(0x0f));
+    // Words: 0 scale of b, 1-8 its nibble pairs, 9 scale of b+1, 10-17 its nibble pairs.
+    const __m512i raw = _mm512_maskz_loadu_epi16(two ? 0x3FFFF : 0x1FF, p);
+    // The codes are taken as 16 * nibble (see the top of the file), so the scale is d / 16.
+    *scale = _mm512_mul_ps(
+        _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(word_pair_index(0, 9), raw))),
+        _mm512_set1_ps(1.0f / 16.0f));
+    // 128-bit lanes: b's bytes, b's bytes, b+1's, b+1's; lanes 0 and 2 take
+    // the low nibbles (elements 0..15 of a block), lanes 1 and 3 the high ones.
+    const __m512i idx = _mm512_set_epi16(17, 16, 15, 14, 13, 12, 11, 10, 17, 16, 15, 14, 13, 12, 11, 10,  //
+                                         8, 7, 6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1);
+    __m512i z = _mm512_permutexvar_epi16(idx, raw);
+    z = _mm512_mask_slli_epi16(z, 0x00FF00FFu, z, 4);
+    return _mm512_and_si512(z, _mm512_set1_epi8(static_cast<char>(0xf0)));
   } else {
     __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)) : _mm256_setzero_si256();
@@ -136,39 +142,37 @@ ZL_AVX512 inline __m512i load_codes(const uint8_t* p, bool two, __m512* scale) {
 template <DType D, int R, int T>
 ZL_AVX512 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
                            int64_t ldy) {
-  const int64_t n = in.cols, num_blocks = n / 32;
-  // offset / 8 (see the top of the file).
-  const __m512 offset8 = _mm512_set1_ps(D == DType::kQ4_0 ? 1.0f : 16.0f);
+  const int64_t n = in.cols, num_blocks = n / 32, num_pairs = (num_blocks + 1) / 2;
   const uint8_t* wr[R];
   for (int r = 0; r < R; ++r) wr[r] = w.row(r0 + r);
+  const int64_t next_tile = R * w.row_bytes();
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < num_blocks; b += 2) {
     const bool two = b + 1 < num_blocks;
+    // Codes and spread scales of each token; the offset corrections (cx) are
+    // read from memory where used, which keeps 16 accumulators in registers.
     __m512i xv[T];
-    __m512 dx[T], cx[T];
+    __m512 dx[T];
+    const float* cx[T];
     for (int t = 0; t < T; ++t) {
       const int64_t tok = t0 + t;
-      const int8_t* xq = in.xq + tok * n + b * 32;
-      const float* xd = in.xd + tok * num_blocks + b;
-      const float* xds = in.xds + tok * num_blocks + b;
-      if (two) {
-        xv[t] = _mm512_loadu_si512(xq);
-        dx[t] = spread_pair(xd);
-        cx[t] = _mm512_mul_ps(spread_pair(xds), offset8);
-      } else {
-        xv[t] = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
-        dx[t] = spread_halves(xd[0], 0.0f);
-        cx[t] = _mm512_mul_ps(spread_halves(xds[0], 0.0f), offset8);
-      }
+      xv[t] = _mm512_maskz_loadu_epi8(two ? ~0ull : 0xffffffffull, in.xq + tok * n + b * 32);
+      dx[t] = _mm512_loadu_ps(in.xdv + (tok * num_pairs + b / 2) * 16);
+      cx[t] = in.xcv + (tok * num_pairs + b / 2) * 16;
     }
     for (int r = 0; r < R; ++r) {
+      // The next row tile (R rows further, the same offset) is what this
+      // thread reads next: start it now, as the short rows give the hardware
+      // prefetcher little to learn from.
+      if constexpr (T < 4)
+        _mm_prefetch(reinterpret_cast<const char*>(wr[r] + next_tile + b * kBlockBytes<D>), _MM_HINT_T0);
       __m512 dw;
       __m512i wv = load_codes<D>(wr[r] + b * kBlockBytes<D>, two, &dw);
       for (int t = 0; t < T; ++t) {
         __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv[t]);
-        __m512 f = _mm512_fmsub_ps(dx[t], _mm512_cvtepi32_ps(dot), cx[t]);
+        __m512 f = _mm512_fmsub_ps(dx[t], _mm512_cvtepi32_ps(dot), _mm512_loadu_ps(cx[t]));
         acc[r][t] = D == DType::kI8 ? _mm512_add_ps(acc[r][t], f) : _mm512_fmadd_ps(dw, f, acc[r][t]);
       }
     }

@@ -15,6 +15,10 @@ struct MatmulInput {
   const int8_t* xq = nullptr;  // [num_tokens, cols] int8 (quantized formats)
   const float* xd = nullptr;   // [num_tokens, cols / 32] block scales
   const float* xds = nullptr;  // [num_tokens, cols / 32] scale * sum(q) per block
+  // AVX-512 only: xd and 16 * xds as spread_block_pairs lays them out
+  // ([num_tokens, ceil(cols / 64), 16]), loaded whole instead of shuffled.
+  const float* xdv = nullptr;
+  const float* xcv = nullptr;
   int64_t num_tokens = 0;
   int64_t cols = 0;
 };
