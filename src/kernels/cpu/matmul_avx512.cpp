@@ -28,6 +28,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "kernels/cpu/matmul_kernels.h"
 
 #define ZL_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,fma,f16c")))
@@ -139,13 +142,47 @@ ZL_AVX512 inline __m512i load_codes(const uint8_t* p, bool two, __m512* scale) {
   }
 }
 
-template <DType D, int R, int T>
-ZL_AVX512 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
-                           int64_t ldy) {
-  const int64_t n = in.cols, num_blocks = n / 32, num_pairs = (num_blocks + 1) / 2;
+// Where a quantized micro-kernel gets each row's codes and scales for blocks
+// b, b+1: straight from the stored rows (decode: every byte is read once)...
+template <DType D, int R>
+struct StoredRows {
   const uint8_t* wr[R];
-  for (int r = 0; r < R; ++r) wr[r] = w.row(r0 + r);
-  const int64_t next_tile = R * w.row_bytes();
+  int64_t next_tile;
+  ZL_AVX512 StoredRows(const WeightMatrix& w, int64_t r0) : next_tile(R * w.row_bytes()) {
+    for (int r = 0; r < R; ++r) wr[r] = w.row(r0 + r);
+  }
+  template <int T>
+  ZL_AVX512 __m512i codes(int r, int64_t b, bool two, __m512* dw) const {
+    // The next row tile (R rows further, the same offset) is what this
+    // thread reads next: start it now, as the short rows give the hardware
+    // prefetcher little to learn from.
+    if constexpr (T < 4)
+      _mm_prefetch(reinterpret_cast<const char*>(wr[r] + next_tile + b * kBlockBytes<D>), _MM_HINT_T0);
+    return load_codes<D>(wr[r] + b * kBlockBytes<D>, two, dw);
+  }
+};
+
+// ... or from a panel that load_codes filled once for many token tiles
+// (prefill): codes [rows, pairs] and scales [rows, pairs], one vector each.
+struct PanelRows {
+  const uint8_t* code;  // [rows, pairs, 64]
+  const float* scale;   // [rows, pairs, 16]
+  int64_t num_pairs;
+  template <int T>
+  ZL_AVX512 __m512i codes(int r, int64_t b, bool /*two*/, __m512* dw) const {
+    const int64_t i = r * num_pairs + b / 2;
+    *dw = _mm512_load_ps(scale + i * 16);
+    return _mm512_load_si512(code + i * 64);
+  }
+};
+
+// Rows r0.. r0+R-1 (src's rows 0..R-1) x tokens t0.. t0+T-1. The arithmetic
+// per output is the same whatever R, T and the source, so a row's result does
+// not depend on the batch.
+template <DType D, int R, int T, class Src>
+ZL_AVX512 void micro_quant(const Src& src, const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0,
+                           float* y, int64_t ldy) {
+  const int64_t n = in.cols, num_blocks = n / 32, num_pairs = (num_blocks + 1) / 2;
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -163,13 +200,8 @@ ZL_AVX512 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t
       cx[t] = in.xcv + (tok * num_pairs + b / 2) * 16;
     }
     for (int r = 0; r < R; ++r) {
-      // The next row tile (R rows further, the same offset) is what this
-      // thread reads next: start it now, as the short rows give the hardware
-      // prefetcher little to learn from.
-      if constexpr (T < 4)
-        _mm_prefetch(reinterpret_cast<const char*>(wr[r] + next_tile + b * kBlockBytes<D>), _MM_HINT_T0);
       __m512 dw;
-      __m512i wv = load_codes<D>(wr[r] + b * kBlockBytes<D>, two, &dw);
+      __m512i wv = src.template codes<T>(r, b, two, &dw);
       for (int t = 0; t < T; ++t) {
         __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv[t]);
         __m512 f = _mm512_fmsub_ps(dx[t], _mm512_cvtepi32_ps(dot), _mm512_loadu_ps(cx[t]));
@@ -183,35 +215,79 @@ ZL_AVX512 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t
   }
 }
 
-template <DType D, int R, int T>
-ZL_AVX512 inline void micro(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
-                            int64_t ldy) {
-  if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8) {
-    micro_quant<D, R, T>(w, in, r0, t0, y, ldy);
+constexpr bool is_quantized(DType d) { return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8; }
+
+// Rows [row_begin, row_end) x tokens t0.. t0+T-1. panel: nullptr, or the
+// decoded rows from row_begin on.
+template <DType D, int T>
+ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                               int64_t t0, float* y, int64_t ldy, const PanelRows* panel) {
+  int64_t r = row_begin;
+  if constexpr (is_quantized(D)) {
+    auto run = [&]<int R>(int64_t row) {
+      if (panel != nullptr) {
+        const int64_t offset = (row - row_begin) * panel->num_pairs;
+        micro_quant<D, R, T>(PanelRows{panel->code + offset * 64, panel->scale + offset * 16, panel->num_pairs}, w,
+                             in, row, t0, y, ldy);
+      } else {
+        micro_quant<D, R, T>(StoredRows<D, R>(w, row), w, in, row, t0, y, ldy);
+      }
+    };
+    for (; r + 4 <= row_end; r += 4) run.template operator()<4>(r);
+    for (; r < row_end; ++r) run.template operator()<1>(r);
   } else {
-    micro_float<D, R, T>(w, in, r0, t0, y, ldy);
+    for (; r + 4 <= row_end; r += 4) micro_float<D, 4, T>(w, in, r, t0, y, ldy);
+    for (; r < row_end; ++r) micro_float<D, 1, T>(w, in, r, t0, y, ldy);
   }
 }
 
-template <DType D, int T>
-ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                               int64_t t0, float* y, int64_t ldy) {
-  int64_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) micro<D, 4, T>(w, in, r, t0, y, ldy);
-  for (; r < row_end; ++r) micro<D, 1, T>(w, in, r, t0, y, ldy);
+template <DType D>
+ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                           float* y, int64_t ldy, const PanelRows* panel) {
+  int64_t t = 0;
+  for (; t + 4 <= in.num_tokens; t += 4) rows_for_tokens<D, 4>(w, in, row_begin, row_end, t, y, ldy, panel);
+  switch (in.num_tokens - t) {
+    case 3: return rows_for_tokens<D, 3>(w, in, row_begin, row_end, t, y, ldy, panel);
+    case 2: return rows_for_tokens<D, 2>(w, in, row_begin, row_end, t, y, ldy, panel);
+    case 1: return rows_for_tokens<D, 1>(w, in, row_begin, row_end, t, y, ldy, panel);
+    default: return;
+  }
 }
+
+// From this many tokens on, quantized rows are decoded once into a panel
+// (unsigned codes and spread scales, 128 bytes per row and pair of blocks) and
+// every token tile reads the panel instead of decoding the rows again.
+constexpr int64_t kPanelMinTokens = 8;
+constexpr int64_t kPanelRows = 32;
 
 template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
-  int64_t t = 0;
-  for (; t + 4 <= in.num_tokens; t += 4) rows_for_tokens<D, 4>(w, in, row_begin, row_end, t, y, ldy);
-  switch (in.num_tokens - t) {
-    case 3: return rows_for_tokens<D, 3>(w, in, row_begin, row_end, t, y, ldy);
-    case 2: return rows_for_tokens<D, 2>(w, in, row_begin, row_end, t, y, ldy);
-    case 1: return rows_for_tokens<D, 1>(w, in, row_begin, row_end, t, y, ldy);
-    default: return;
+  if constexpr (is_quantized(D)) {
+    if (in.num_tokens >= kPanelMinTokens) {
+      const int64_t num_blocks = in.cols / 32, num_pairs = (num_blocks + 1) / 2;
+      // 64-byte aligned: codes [kPanelRows, pairs, 64] then scales [kPanelRows, pairs, 16].
+      thread_local std::vector<uint8_t> storage;
+      const int64_t entries = kPanelRows * num_pairs;
+      storage.resize(static_cast<size_t>(entries * 128 + 64));
+      uint8_t* code = storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
+      float* scale = reinterpret_cast<float*>(code + entries * 64);
+      for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanelRows) {
+        const int64_t r1 = std::min(row_end, r0 + kPanelRows);
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t b = 0; b < num_blocks; b += 2) {
+            const int64_t i = (r - r0) * num_pairs + b / 2;
+            __m512 dw;
+            _mm512_store_si512(code + i * 64, load_codes<D>(w.row(r) + b * kBlockBytes<D>, b + 1 < num_blocks, &dw));
+            _mm512_store_ps(scale + i * 16, dw);
+          }
+        const PanelRows panel{code, scale, num_pairs};
+        token_tiles<D>(w, in, r0, r1, y, ldy, &panel);
+      }
+      return;
+    }
   }
+  token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
 }
 
 }  // namespace
