@@ -90,6 +90,15 @@ class Engine {
   // Blocks until the engine thread has produced a fresh snapshot.
   EngineStats stats();
 
+  // Publishes the engine's statistics into `region` (bytes long, 8-byte
+  // aligned), laid out by zerolayer/stats_protocol.h, from the engine thread
+  // until detach_stats_region() or the engine's end; it formats the region
+  // first. The memory must stay mapped until then. Replaces any region
+  // attached before.
+  [[nodiscard]] Status attach_stats_region(void* region, size_t bytes);
+  // If `region` is the one attached: returns once the engine thread no longer touches it.
+  void detach_stats_region(const void* region);
+
   struct ModelInfo {
     std::string name;                 // the model spec as given
     bool is_directory = false;        // a Hugging Face folder (chat templates live there)

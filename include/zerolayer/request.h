@@ -59,6 +59,14 @@ class EventSink {
   virtual void on_finish(const FinishEvent& event) = 0;
 };
 
+// Where a request came from, for its latency breakdown (zerolayer/stats_protocol.h).
+enum class Transport : uint32_t { kInProcess = 0, kHttp = 1, kShm = 2 };  // as zl_stats_transport
+struct RequestOrigin {
+  Transport transport = Transport::kInProcess;
+  uint64_t client_tag = 0;            // the transport's id for it (shm: client_request_id)
+  uint64_t sent_ns = 0;               // CLOCK_MONOTONIC when the client sent it; 0: unknown
+};
+
 struct Request {
   std::vector<int32_t> prompt_ids;    // either ids...
   std::string prompt_text;            // ...or text (tokenized at submit, with bos as the model wants)
@@ -71,6 +79,7 @@ struct Request {
   int32_t priority = 0;               // higher is admitted first, then arrival order
   float min_token_prob = 0.0f;        // stop when p(sampled token) < this; 0: off
   std::shared_ptr<EventSink> sink;    // required
+  RequestOrigin origin;
 };
 
 }  // namespace zl

@@ -7,6 +7,7 @@
  *   [zl_shm_client  x num_clients]  client-slot table, 256 bytes each
  *   [zl_shm_request_slot x request_ring_slots]   the request ring
  *   [zl_shm_response_slot x response_ring_slots] x num_clients: one response ring per client
+ *   [zl_stats_region]               stats_bytes at stats_offset (zerolayer/stats_protocol.h)
  *
  * Every offset, count and size is written in the header by the server; a
  * client must read them from there (and check them against total_bytes and
@@ -135,7 +136,9 @@ typedef struct zl_shm_header {
   int32_t max_seq_len;            /* prompt + max_new_tokens must fit */
   uint32_t max_inflight_per_client; /* submits beyond this get an error record */
   uint32_t reserved0;
-  uint8_t pad0[256 - 120];
+  uint64_t stats_offset;          /* the stats region (zerolayer/stats_protocol.h), page-aligned; */
+  uint64_t stats_bytes;           /*   both 0: none. Monitors map it read-only; clients may ignore it */
+  uint8_t pad0[256 - 136];
   /* Request-ring control, one cache line each to keep producers and the
    * consumer off each other's lines. */
   uint64_t request_enqueue_pos;   /* producers CAS (atomic) */
@@ -212,7 +215,10 @@ typedef struct zl_shm_request {
   uint32_t client_slot;           /* index into the client table: routes the responses */
   uint64_t client_request_id;     /* chosen by the client, echoed in every response */
   uint64_t client_generation;     /* the slot's generation when claimed; stale records are dropped */
-  uint64_t submit_ns;             /* CLOCK_MONOTONIC at the client (informative) */
+  uint64_t submit_ns;             /* CLOCK_MONOTONIC when the client wrote the record; 0: unknown.
+                                     Starts the request's latency breakdown (transport in), so it
+                                     must not be later than the server's clock nor before
+                                     server_start_ns */
   uint32_t prompt_kind;           /* zl_shm_prompt_kind */
   uint32_t prompt_count;          /* ids or bytes, > 0 */
   zl_shm_sampling sampling;       /* 48 bytes */
@@ -294,7 +300,8 @@ typedef struct zl_shm_response_slot {
 } zl_shm_response_slot;
 
 ZL_SHM_STATIC_ASSERT(sizeof(zl_shm_header) == ZL_SHM_HEADER_BYTES, "header size");
-ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_header, pad0) == 120, "header fields");
+ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_header, stats_offset) == 120, "header fields");
+ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_header, pad0) == 136, "header fields");
 ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_header, request_enqueue_pos) == 256, "enqueue line");
 ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_header, request_dequeue_pos) == 320, "dequeue line");
 ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_header, request_futex) == 384, "futex line");

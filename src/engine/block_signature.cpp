@@ -17,16 +17,16 @@ static_assert(std::endian::native == std::endian::little,
 
 BlockSignature from_xxh(XXH128_hash_t h) { return BlockSignature{h.low64, h.high64}; }
 
-void put_signature(uint8_t* out, const BlockSignature& s) {
-  std::memcpy(out, &s.low, 8);
-  std::memcpy(out + 8, &s.high, 8);
-}
-
 // Blocks up to this many tokens are hashed in one shot from a stack buffer;
 // longer ones stream (same bytes, same hash).
 constexpr size_t kMaxOneShotTokens = 256;
 
 }  // namespace
+
+void put_signature(uint8_t* out, const BlockSignature& s) {
+  std::memcpy(out, &s.low, 8);
+  std::memcpy(out + 8, &s.high, 8);
+}
 
 BlockSignature make_cache_salt(uint64_t model_fingerprint, std::string_view cache_salt) {
   return from_xxh(XXH3_128bits_withSeed(cache_salt.data(), cache_salt.size(), model_fingerprint));

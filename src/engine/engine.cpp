@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "core/thread_pool.h"
 #include "engine/engine_core.h"
 #include "engine/inbox.h"
+#include "engine/stats_publisher.h"
 #include "model/model_loader.h"
 
 namespace zl {
@@ -81,6 +83,9 @@ class Engine::Impl {
   StatusOr<RequestId> submit(Request request);
   void run();
   void drain();
+  // Runs `call` on the engine thread between steps; returns when it has run.
+  void call_on_engine_thread(const std::function<void()>& call);
+  zl_stats_config stats_config() const;
 
   EngineConfig config;
   ModelSource source;
@@ -89,6 +94,7 @@ class Engine::Impl {
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<KvCache> cache;
   std::unique_ptr<EngineCore> core;
+  std::unique_ptr<StatsPublisher> publisher;  // engine thread; set while a stats region is attached
   uint64_t fingerprint = 0;
   ModelInfo info;
 
@@ -195,6 +201,11 @@ void Engine::Impl::drain() {
         m->stats_done->store(1, std::memory_order_release);
         futex_wake_all(m->stats_done);
         break;
+      case InboxMessage::Kind::kCall:
+        (*m->call)();
+        m->stats_done->store(1, std::memory_order_release);
+        futex_wake_all(m->stats_done);
+        break;
       case InboxMessage::Kind::kStop:
         stop = true;
         break;
@@ -212,7 +223,9 @@ void Engine::Impl::run() {
     if (core->has_work()) {
       core->step();
       num_waiting.store(core->stats_num_waiting(), std::memory_order_relaxed);
+      if (publisher) publisher->after_step(*core);
     } else {
+      if (publisher) publisher->before_idle(*core);
       inbox.wait(kIdleSpinIterations);
     }
   }
@@ -250,6 +263,57 @@ EngineStats Engine::stats() {
   impl_->inbox.push(message);
   while (done.load(std::memory_order_acquire) == 0) futex_wait(&done, 0);
   return out;
+}
+
+void Engine::Impl::call_on_engine_thread(const std::function<void()>& call) {
+  std::atomic<uint32_t> done{0};
+  auto message = new InboxMessage();
+  message->kind = InboxMessage::Kind::kCall;
+  message->call = &call;
+  message->stats_done = &done;
+  inbox.push(message);
+  while (done.load(std::memory_order_acquire) == 0) futex_wait(&done, 0);
+}
+
+zl_stats_config Engine::Impl::stats_config() const {
+  zl_stats_config c{};
+  auto copy = [](char* out, size_t capacity, const std::string& text) {
+    std::snprintf(out, capacity, "%s", text.c_str());
+  };
+  copy(c.model, sizeof(c.model), info.name);
+  copy(c.cache_policy, sizeof(c.cache_policy), cache_policy_name(config.cache_policy));
+  copy(c.weight_format, sizeof(c.weight_format), weight_format_name(config.weight_format));
+  c.vocab_size = info.vocab_size;
+  c.max_seq_len = info.max_seq_len;
+  c.max_num_seqs = config.max_num_seqs;
+  c.max_num_batched_tokens = config.max_num_batched_tokens;
+  c.max_num_waiting = config.max_num_waiting;
+  c.block_size = config.block_size;
+  c.num_kv_blocks = cache->num_blocks();
+  c.kv_capacity_tokens = info.kv_capacity_tokens;
+  c.num_threads = pool->num_threads();
+  return c;
+}
+
+Status Engine::attach_stats_region(void* region, size_t bytes) {
+  ZL_ASSIGN_OR_RETURN(std::unique_ptr<StatsPublisher> publisher,
+                      StatsPublisher::create(region, bytes, impl_->stats_config()));
+  Impl& impl = *impl_;
+  impl.call_on_engine_thread([&] {
+    if (impl.publisher) impl.publisher->detach(*impl.core);
+    impl.publisher = std::move(publisher);
+    impl.publisher->attach(*impl.core);
+  });
+  return ok_status();
+}
+
+void Engine::detach_stats_region(const void* region) {
+  Impl& impl = *impl_;
+  impl.call_on_engine_thread([&] {
+    if (!impl.publisher || impl.publisher->region() != region) return;
+    impl.publisher->detach(*impl.core);
+    impl.publisher.reset();
+  });
 }
 
 const Engine::ModelInfo& Engine::model_info() const { return impl_->info; }

@@ -62,6 +62,7 @@ void EngineCore::insert_waiting(std::unique_ptr<Sequence> seq) {
 
 void EngineCore::enqueue(std::unique_ptr<Sequence> seq) {
   seq->arrival = next_arrival_++;
+  seq->trace.on_enqueue(Clock::now(), admit_round_);
   insert_waiting(std::move(seq));
 }
 
@@ -88,6 +89,7 @@ void EngineCore::abort_all() {
 }
 
 void EngineCore::admit_waiting() {
+  ++admit_round_;
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.back().get();
     AdmitOutcome outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks);
@@ -102,6 +104,7 @@ void EngineCore::admit_waiting() {
     }
     seq->num_computed = seq->blocks.num_prefix_tokens;
     seq->state = SeqState::kRunning;
+    seq->trace.on_admit(now, admit_round_, seq->submitted_at);
     if (!seq->admitted_once) {
       seq->admitted_once = true;
       seq->admitted_at = now;
@@ -216,6 +219,7 @@ void EngineCore::step() {
 void EngineCore::update(Clock::time_point now) {
   for (const Scheduled& s : scheduled_) {
     Sequence* seq = s.seq;
+    seq->trace.on_computed(s.num_tokens, seq->num_generated() == 0, now);
     seq->num_computed += s.num_tokens;
     pool_.commit(seq->blocks, seq->tokens, seq->num_computed);
     if (seq->prefilled_at == Clock::time_point() && seq->num_computed >= seq->num_prompt_tokens) seq->prefilled_at = now;
@@ -281,6 +285,7 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   generation_tokens_hist_.record(static_cast<uint64_t>(seq->num_generated()));
   num_finished_by_reason_[static_cast<int>(reason)]++;
   seq->request.sink->on_finish(event);
+  request_log_.record(*seq, reason, now, Clock::now());
 }
 
 void EngineCore::reap_finished() {

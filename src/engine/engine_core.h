@@ -13,6 +13,7 @@
 
 #include "engine/histogram.h"
 #include "engine/kv_pool.h"
+#include "engine/request_log.h"
 #include "engine/sequence.h"
 #include "model/kv_cache.h"
 #include "model/llama.h"
@@ -43,6 +44,10 @@ class EngineCore {
   std::vector<const SeqBlocks*> live_blocks() const;
 
  private:
+  // Reads the measurements below a piece at a time, on this thread, rather
+  // than copying them all as stats() does.
+  friend class StatsPublisher;
+
   struct Scheduled {
     Sequence* seq;
     int32_t num_tokens;
@@ -66,6 +71,7 @@ class EngineCore {
   const std::vector<int32_t> eos_ids_;
   KvPool pool_;
   uint64_t next_arrival_ = 0;
+  uint64_t admit_round_ = 0;             // admit_waiting() calls so far
 
   // Waiting sequences, sorted so back() is next: highest priority, then earliest.
   std::vector<std::unique_ptr<Sequence>> waiting_;
@@ -91,6 +97,7 @@ class EngineCore {
   int64_t num_preemptions_ = 0;
   int64_t num_finished_by_reason_[4] = {};  // by FinishReason
   int64_t prompt_tokens_total_ = 0, generation_tokens_total_ = 0;
+  RequestLog request_log_;               // per-request latency breakdowns
 };
 
 }  // namespace zl

@@ -19,6 +19,16 @@ uint64_t Histogram::bucket_upper(int bucket) {
   return base + ((sub + 1) << (log2 - kSubBits)) - 1;
 }
 
+Histogram Histogram::from_buckets(std::span<const uint64_t, kNumBuckets> buckets, uint64_t count, uint64_t sum,
+                                  uint64_t max) {
+  Histogram h;
+  std::copy(buckets.begin(), buckets.end(), h.buckets_.begin());
+  h.count_ = count;
+  h.sum_ = sum;
+  h.max_ = max;
+  return h;
+}
+
 void Histogram::record(uint64_t value_ns) {
   buckets_[static_cast<size_t>(std::min(bucket_of(value_ns), kNumBuckets - 1))]++;
   count_++;

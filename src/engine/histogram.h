@@ -5,11 +5,19 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 
 namespace zl {
 
 class Histogram {
  public:
+  static constexpr int kSubBits = 4;
+  static constexpr int kNumBuckets = 64 << kSubBits;
+
+  // A histogram with these buckets and totals (as published in a stats region).
+  static Histogram from_buckets(std::span<const uint64_t, kNumBuckets> buckets, uint64_t count, uint64_t sum,
+                                uint64_t max);
+
   void record(uint64_t value_ns);
   uint64_t count() const { return count_; }
   uint64_t max() const { return max_; }
@@ -21,10 +29,9 @@ class Histogram {
   // the bucket holding `value` count when that bucket's upper edge is <= value,
   // so the answer never over-counts): Prometheus cumulative buckets.
   uint64_t count_at_most(uint64_t value) const;
+  const std::array<uint64_t, kNumBuckets>& buckets() const { return buckets_; }
 
  private:
-  static constexpr int kSubBits = 4;
-  static constexpr int kNumBuckets = 64 << kSubBits;
   static int bucket_of(uint64_t v);
   static uint64_t bucket_upper(int bucket);
   std::array<uint64_t, kNumBuckets> buckets_{};

@@ -25,6 +25,7 @@
 
 #include "core/check.h"
 #include "engine/block_runs.h"
+#include "engine/signature_stats.h"
 
 namespace zl {
 namespace {
@@ -103,6 +104,7 @@ struct KvPool::Impl {
   int64_t num_evictions = 0;
   int64_t num_compactions = 0;
   int64_t num_block_moves = 0;
+  SignatureStats signatures;
 };
 
 KvPool::Impl::Impl(const KvPoolConfig& config)
@@ -319,12 +321,13 @@ AdmitOutcome KvPool::admit(std::span<const int32_t> prompt, int32_t max_total_to
   // Longest cached chain, never including the block of the last prompt token.
   out->table.reserve(static_cast<size_t>(num_total_blocks));
   BlockSignature signature;
-  BlockSignature last_signature;
+  BlockSignature root_signature, last_signature;
   for (int32_t i = 0; i < (num_prompt - 1) / bs; ++i) {
     signature = sign_block(signature, prompt.subspan(static_cast<size_t>(i) * bs, bs), salt);
     auto hit = p.index.find(signature);
     if (hit == p.index.end()) break;
     out->table.push_back(hit->second);
+    if (i == 0) root_signature = signature;
     last_signature = signature;
   }
   int32_t num_prefix_blocks = static_cast<int32_t>(out->table.size());
@@ -364,6 +367,7 @@ AdmitOutcome KvPool::admit(std::span<const int32_t> prompt, int32_t max_total_to
   p.account_add(*out);
   p.prefix_query_tokens += num_prompt;
   p.prefix_hit_tokens += out->num_prefix_tokens;
+  p.signatures.record_admission(root_signature, last_signature, num_prefix_blocks, out->num_prefix_tokens);
   return AdmitOutcome::kAdmitted;
 }
 
@@ -419,6 +423,8 @@ void KvPool::release(SeqBlocks& seq) {
   seq = SeqBlocks{};
   seq.table = std::move(table);
 }
+
+const SignatureStats& KvPool::signature_stats() const { return impl_->signatures; }
 
 KvPoolStats KvPool::stats() const {
   const Impl& p = *impl_;

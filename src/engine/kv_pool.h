@@ -40,6 +40,8 @@
 
 namespace zl {
 
+class SignatureStats;
+
 struct BlockSignature {
   uint64_t low = 0;
   uint64_t high = 0;
@@ -54,6 +56,8 @@ BlockSignature make_cache_salt(uint64_t model_fingerprint, std::string_view cach
 // of a sequence prev is the all-zero signature. Clients may compute these.
 BlockSignature sign_block(const BlockSignature& prev, std::span<const int32_t> tokens,
                           const BlockSignature& salt);
+// The 16 bytes of a signature as clients see it: low, then high, little-endian.
+void put_signature(uint8_t* out, const BlockSignature& s);
 
 enum class CachePolicy { kContiguous, kPaged, kHybrid };
 const char* cache_policy_name(CachePolicy policy);
@@ -175,6 +179,8 @@ class KvPool {
   bool can_ever_fit(int32_t max_total_tokens) const;
 
   KvPoolStats stats() const;
+  // Which prefix chains admissions reused (engine/signature_stats.h).
+  const SignatureStats& signature_stats() const;
   // How many live sequences hold `block` (tests, debugging).
   int32_t block_refcount(int32_t block) const;
   // Expensive consistency check for tests: refcounts equal the references

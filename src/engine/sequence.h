@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/kv_pool.h"
+#include "engine/request_trace.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "tokenizer/tokenizer.h"
@@ -77,6 +78,7 @@ struct Sequence {
   Clock::time_point prefilled_at;
   Clock::time_point first_token_at;
   Clock::time_point last_token_at;
+  RequestTrace trace;                 // latency breakdown (engine/request_trace.h)
 };
 
 }  // namespace zl

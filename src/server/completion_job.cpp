@@ -96,6 +96,7 @@ void CompletionJob::start() {
   for (size_t index = 0; index < total; ++index) {
     Request r = make_engine_request(request_, index / n, static_cast<int32_t>(index % n));
     r.sink = std::make_shared<Sink>(weak_from_this(), index);
+    r.origin = context_.origin;
     StatusOr<RequestId> id = context_.engine->submit(std::move(r));
     if (!id.ok()) {
       done_ = true;

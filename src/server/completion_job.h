@@ -64,6 +64,7 @@ struct JobContext {
   std::shared_ptr<PostGate> gate;
   JobRegistry* registry = nullptr;
   std::atomic<int64_t>* num_disconnects = nullptr;  // clients gone before their response ended
+  RequestOrigin origin;  // kHttp, the response's number, when its body had arrived (latency breakdown)
 };
 
 class CompletionJob : public std::enable_shared_from_this<CompletionJob> {

@@ -415,6 +415,8 @@ void HttpServer::Impl::handle(const std::shared_ptr<Session>& session, http::req
 
 void HttpServer::Impl::handle_completions(const std::shared_ptr<Session>& session, Engine& e, const std::string& body,
                                           bool is_chat) {
+  // Parsing and tokenizing count as transport in (CLOCK_MONOTONIC, as steady_clock on Linux).
+  const auto received = std::chrono::steady_clock::now().time_since_epoch();
   CompletionRequest request;
   std::optional<ApiError> error = is_chat ? parse_chat_request(body, e.tokenizer(), limits, chat, request)
                                           : parse_completion_request(body, e.tokenizer(), limits, request);
@@ -431,7 +433,8 @@ void HttpServer::Impl::handle_completions(const std::shared_ptr<Session>& sessio
   if (is_chat) meta.object = request.stream ? "chat.completion.chunk" : "chat.completion";
   meta.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   meta.model = served_name;
-  JobContext context{&e, gate, &registry, &num_disconnects};
+  JobContext context{&e, gate, &registry, &num_disconnects,
+                     RequestOrigin{Transport::kHttp, n, uint64_t(std::chrono::nanoseconds(received).count())}};
   auto job = std::make_shared<CompletionJob>(std::move(context), session, std::move(request), std::move(meta));
   job->start();
 }

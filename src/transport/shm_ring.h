@@ -71,8 +71,10 @@ class Layout {
     if (h.response_ring_bytes != uint64_t(h.response_ring_slots) * h.response_slot_bytes) return "bad ring size";
     if (!inside(h.client_table_offset, uint64_t(h.num_clients) * h.client_bytes, h.total_bytes) ||
         !inside(h.request_ring_offset, uint64_t(h.request_ring_slots) * h.request_slot_bytes, h.total_bytes) ||
-        !inside(h.response_rings_offset, uint64_t(h.num_clients) * h.response_ring_bytes, h.total_bytes))
+        !inside(h.response_rings_offset, uint64_t(h.num_clients) * h.response_ring_bytes, h.total_bytes) ||
+        !inside(h.stats_offset, h.stats_bytes, h.total_bytes))
       return "a region lies outside the segment";
+    if (h.stats_offset % 4096 != 0) return "the stats region is not page-aligned";
     return nullptr;
   }
 

@@ -43,11 +43,7 @@ Occupant inspect(const std::string& name, int32_t* pid_out) {
       auto& h = *static_cast<zl_shm_header*>(p);
       if (shm::atomic(h.magic).load(std::memory_order_acquire) == ZL_SHM_MAGIC) {
         *pid_out = h.server_pid;
-        uint64_t beat = shm::atomic(h.server_heartbeat_ns).load(std::memory_order_relaxed);
-        uint32_t state = shm::atomic(h.server_state).load(std::memory_order_relaxed);
-        bool fresh = shm::now_ns() - beat < ZL_SHM_DEAD_AFTER_NS;
-        result = (state != ZL_SHM_SERVER_STOPPED && pid_alive(h.server_pid) && fresh) ? Occupant::kLive
-                                                                                      : Occupant::kStale;
+        result = check_server_alive(h, name).ok() ? Occupant::kLive : Occupant::kStale;
       }
       munmap(p, sizeof(zl_shm_header));
     }
@@ -97,6 +93,19 @@ bool names_this_segment(const std::string& name, int32_t pid, uint64_t start_ns)
 
 }  // namespace
 
+Status check_server_alive(const zl_shm_header& h, const std::string& name) {
+  // __atomic builtins: the header may be mapped read-only (and is const here).
+  if (__atomic_load_n(&h.server_state, __ATOMIC_ACQUIRE) == ZL_SHM_SERVER_STOPPED)
+    return not_found("the server of ", name, " (pid ", h.server_pid, ") has stopped");
+  if (!pid_alive(h.server_pid)) return not_found("the server of ", name, " (pid ", h.server_pid, ") is gone");
+  const uint64_t beat = __atomic_load_n(&h.server_heartbeat_ns, __ATOMIC_ACQUIRE);
+  const uint64_t now = shm::now_ns();
+  if (now > beat && now - beat >= ZL_SHM_DEAD_AFTER_NS)
+    return not_found("the server of ", name, " (pid ", h.server_pid, ") has not refreshed its heartbeat for ",
+                     (now - beat) / 1000000, " ms: stalled or dead");
+  return ok_status();
+}
+
 Status check_shm_name(const std::string& name) {
   if (name.size() < 2 || name.size() > 200 || name[0] != '/' || name.find('/', 1) != std::string::npos)
     return invalid_argument("shm name must be '/' followed by 1-199 characters without '/', got '", name, "'");
@@ -110,11 +119,15 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::create(const ShmSegmentConfig&
   uint64_t responses_offset = request_offset + uint64_t(config.request_ring_slots) * ZL_SHM_REQUEST_SLOT_BYTES;
   uint64_t per_slot_all_clients = uint64_t(config.num_clients) * ZL_SHM_RESPONSE_SLOT_BYTES;
   constexpr uint32_t kMinResponseSlots = 64;
-  uint64_t min_bytes = responses_offset + kMinResponseSlots * per_slot_all_clients;
+  // The stats region (page-aligned, after the rings) comes out of the size too.
+  const uint64_t stats_bytes = ZL_STATS_REGION_BYTES;
+  uint64_t min_bytes = responses_offset + kMinResponseSlots * per_slot_all_clients + kPage + stats_bytes;
   if (config.size_bytes < min_bytes)
     return invalid_argument("shm size ", config.size_bytes, " is too small: at least ", min_bytes, " bytes");
-  uint32_t response_slots = std::min<uint32_t>(floor_pow2((config.size_bytes - responses_offset) / per_slot_all_clients), 65536);
-  uint64_t total = responses_offset + uint64_t(response_slots) * per_slot_all_clients;
+  uint64_t ring_budget = config.size_bytes - responses_offset - kPage - stats_bytes;
+  uint32_t response_slots = std::min<uint32_t>(floor_pow2(ring_budget / per_slot_all_clients), 65536);
+  const uint64_t stats_offset = round_up(responses_offset + uint64_t(response_slots) * per_slot_all_clients, kPage);
+  uint64_t total = stats_offset + stats_bytes;
 
   ZL_ASSIGN_OR_RETURN(int fd, open_exclusive(config.name));
   std::unique_ptr<ShmSegment> segment(new ShmSegment());
@@ -155,6 +168,8 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::create(const ShmSegmentConfig&
   h.vocab_size = config.vocab_size;
   h.max_seq_len = config.max_seq_len;
   h.max_inflight_per_client = response_slots / 2;
+  h.stats_offset = stats_offset;
+  h.stats_bytes = stats_bytes;
   for (uint64_t pos = 0; pos < config.request_ring_slots; ++pos) segment->layout_.request_slot(pos).sequence = pos;
   for (uint32_t c = 0; c < config.num_clients; ++c)
     for (uint64_t pos = 0; pos < response_slots; ++pos) segment->layout_.response_slot(c, pos).sequence = pos;

@@ -15,6 +15,7 @@
 
 #include "core/status.h"
 #include "transport/shm_ring.h"
+#include "zerolayer/stats_protocol.h"
 
 namespace zl {
 
@@ -36,6 +37,8 @@ class ShmSegment {
   ShmSegment& operator=(const ShmSegment&) = delete;
 
   const shm::Layout& layout() const { return layout_; }
+  // The stats region (zerolayer/stats_protocol.h): header.stats_bytes at header.stats_offset.
+  void* stats_region() const { return static_cast<uint8_t*>(base_) + layout_.header().stats_offset; }
   const std::string& name() const { return name_; }
 
  private:
@@ -45,6 +48,10 @@ class ShmSegment {
   uint64_t bytes_ = 0;
   shm::Layout layout_;
 };
+
+// Ok if the server that wrote header `h` (of segment `name`) is alive: not
+// stopped, its pid exists, its heartbeat is fresh; else why not.
+Status check_server_alive(const zl_shm_header& h, const std::string& name);
 
 // Why `name` is not a usable shm_open name, or ok.
 Status check_shm_name(const std::string& name);

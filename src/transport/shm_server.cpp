@@ -177,6 +177,7 @@ ShmServer::Impl::Impl(Engine& engine, std::unique_ptr<ShmSegment> segment, const
   clients_ = std::make_unique<ClientState[]>(num_clients_);
   limits_.vocab_size = engine.model_info().vocab_size;
   limits_.max_seq_len = engine.model_info().max_seq_len;
+  limits_.server_start_ns = layout_.header().server_start_ns;
   reader_ = std::thread([this] { run(); });
 }
 
@@ -194,6 +195,7 @@ ShmServer::Impl::~Impl() {
   for (uint32_t c = 0; c < num_clients_; ++c)
     while (clients_[c].num_inflight.load(std::memory_order_acquire) > 0 && shm::now_ns() < deadline)
       std::this_thread::sleep_for(std::chrono::microseconds(200));
+  engine_.detach_stats_region(segment_->stats_region());
   // segment_'s destructor marks the header STOPPED and unlinks the name.
 }
 
@@ -454,7 +456,11 @@ StatusOr<std::unique_ptr<ShmServer>> ShmServer::start(Engine& engine, const ShmS
   segment_config.vocab_size = engine.model_info().vocab_size;
   segment_config.max_seq_len = engine.model_info().max_seq_len;
   ZL_ASSIGN_OR_RETURN(std::unique_ptr<ShmSegment> segment, ShmSegment::create(segment_config));
-  return std::unique_ptr<ShmServer>(new ShmServer(std::make_unique<Impl>(engine, std::move(segment), config)));
+  void* stats_region = segment->stats_region();
+  auto server = std::unique_ptr<ShmServer>(new ShmServer(std::make_unique<Impl>(engine, std::move(segment), config)));
+  ZL_RETURN_IF_ERROR(engine.attach_stats_region(stats_region, server->impl_->layout_.header().stats_bytes)
+                         .with_prefix("stats region: "));
+  return server;
 }
 
 ShmServer::ShmServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -146,7 +146,15 @@ Status decode_submit(const zl_shm_request& r, const WireLimits& limits, WireRequ
     return invalid_argument("max_new_tokens ", r.max_new_tokens, " exceeds max_seq_len ", limits.max_seq_len);
   if (!(r.min_token_prob >= 0.0f && r.min_token_prob <= 1.0f))
     return invalid_argument("min_token_prob must be in [0, 1], got ", r.min_token_prob);
+  if (r.submit_ns != 0) {
+    const uint64_t now = shm::now_ns();
+    if (r.submit_ns > now)
+      return invalid_argument("submit_ns ", r.submit_ns, " is later than the server's CLOCK_MONOTONIC (", now, ")");
+    if (r.submit_ns < limits.server_start_ns)
+      return invalid_argument("submit_ns ", r.submit_ns, " is before the server started (", limits.server_start_ns, ")");
+  }
   Request& req = out->request;
+  req.origin = RequestOrigin{Transport::kShm, r.client_request_id, r.submit_ns};
   req.sampling = to_sampling(r.sampling);
   ZL_RETURN_IF_ERROR(validate_sampling(req.sampling, limits.vocab_size).with_prefix("sampling: "));
   req.max_new_tokens = r.max_new_tokens;

@@ -17,6 +17,7 @@ namespace zl {
 struct WireLimits {
   int32_t vocab_size = 0;
   int32_t max_seq_len = 0;
+  uint64_t server_start_ns = 0;  // a submit_ns before it is invalid
 };
 
 struct ChatMessage {
