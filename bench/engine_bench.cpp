@@ -17,6 +17,7 @@
 
 #include "engine/inbox.h"
 #include "zerolayer/engine.h"
+#include "zerolayer/stats_protocol.h"
 
 namespace zl {
 namespace {
@@ -40,7 +41,8 @@ struct RunResult {
   int64_t tokens = 0;
 };
 
-StatusOr<RunResult> run_once(const std::string& model, int num_seqs, int max_new, int threads, CachePolicy policy) {
+StatusOr<RunResult> run_once(const std::string& model, int num_seqs, int max_new, int threads, CachePolicy policy,
+                             bool stats_region) {
   EngineConfig config;
   config.model = model;
   config.num_threads = threads;
@@ -48,7 +50,10 @@ StatusOr<RunResult> run_once(const std::string& model, int num_seqs, int max_new
   config.max_num_batched_tokens = std::max(512, num_seqs);
   config.cache_policy = policy;
   config.kv_cache_bytes = int64_t{1} << 30;
+  // Declared before the engine so that it outlives the engine thread's writes.
+  std::vector<uint64_t> region(stats_region ? ZL_STATS_REGION_BYTES / sizeof(uint64_t) : 0);
   ZL_ASSIGN_OR_RETURN(auto engine, Engine::create(config));
+  if (stats_region) ZL_RETURN_IF_ERROR(engine->attach_stats_region(region.data(), region.size() * sizeof(uint64_t)));
   std::atomic<uint32_t> remaining{static_cast<uint32_t>(num_seqs)};
   auto sink = std::make_shared<CountingSink>(&remaining);
   auto start = std::chrono::steady_clock::now();
@@ -89,6 +94,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-new-tokens", max_new, "Tokens each sequence generates")->capture_default_str();
   app.add_option("--threads", threads, "Compute threads (0: one per core)");
   app.add_option("--cache-policy", policy_name, "contiguous, paged or hybrid")->capture_default_str();
+  bool stats_region = false;
+  app.add_flag("--stats-region", stats_region, "Publish into a stats region as serve does (zerolayer/stats_protocol.h)");
   CLI11_PARSE(app, argc, argv);
   if (model.empty()) model = mode == "gap" ? "dummy:tiny" : "dummy:llama-110m";
   if (seqs.empty()) seqs = mode == "gap" ? std::vector<int>{1, 16, 64, 256} : std::vector<int>{1, 8, 32, 64};
@@ -101,7 +108,7 @@ int main(int argc, char** argv) {
   for (int n : seqs) {
     std::vector<double> p50, p99, max, tps, batch;
     for (int r = 0; r < runs; ++r) {
-      auto result = zl::run_once(model, n, max_new, threads, *policy);
+      auto result = zl::run_once(model, n, max_new, threads, *policy, stats_region);
       if (!result.ok()) {
         std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
         return 1;
@@ -113,11 +120,11 @@ int main(int argc, char** argv) {
       batch.push_back(result->stats.batch_size_mean);
     }
     std::printf(
-        "{\"bench\":\"engine_%s\",\"model\":\"%s\",\"policy\":\"%s\",\"seqs\":%d,\"runs\":%d,"
+        "{\"bench\":\"engine_%s\",\"model\":\"%s\",\"policy\":\"%s\",\"stats_region\":%s,\"seqs\":%d,\"runs\":%d,"
         "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
         "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
         "\"mean_batch\":%.1f}\n",
-        mode.c_str(), model.c_str(), policy_name.c_str(), n, runs, *std::min_element(p50.begin(), p50.end()),
+        mode.c_str(), model.c_str(), policy_name.c_str(), stats_region ? "true" : "false", n, runs, *std::min_element(p50.begin(), p50.end()),
         zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
         *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),
         zl::median(tps), zl::median(batch));

@@ -36,6 +36,7 @@ struct ShmResult {
   std::vector<int32_t> tokens;
   std::string text;
   zl_shm_response terminal{};
+  uint64_t terminal_read_ns = 0;  // CLOCK_MONOTONIC when the client read the terminal record
   int num_terminal = 0;
   int status = ZL_OK;
 };
@@ -53,6 +54,7 @@ inline ShmResult read_until_terminal(zl_client* client, uint64_t id, int timeout
     if (r.kind == ZL_SHM_RESPONSE_TOKEN || r.kind == ZL_SHM_RESPONSE_TEXT) result.text.append(r.text, r.text_bytes);
     if (zl_event_is_terminal(&event)) {
       result.terminal = r;
+      result.terminal_read_ns = event.read_ns;
       result.num_terminal++;
       return result;
     }

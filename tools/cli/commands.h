@@ -15,5 +15,6 @@ Command add_check_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
+Command add_monitor_command(CLI::App& app);
 
 }  // namespace zl::cli
