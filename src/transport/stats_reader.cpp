@@ -150,7 +150,9 @@ StatusOr<std::unique_ptr<StatsReader>> StatsReader::open(const std::string& name
   reader->name_ = name;
   struct stat st;
   Status status = ok_status();
-  if (fstat(fd, &st) != 0 || uint64_t(st.st_size) < ZL_SHM_HEADER_BYTES) {
+  if (fstat(fd, &st) != 0) {
+    status = internal_error("fstat(", name, "): ", std::strerror(errno));
+  } else if (uint64_t(st.st_size) < ZL_SHM_HEADER_BYTES) {
     status = invalid_argument(name, " is ", st.st_size, " bytes, too small for a zerolayer segment (the server may be starting)");
   } else if (void* p = mmap(nullptr, ZL_SHM_HEADER_BYTES, PROT_READ, MAP_SHARED, fd, 0); p == MAP_FAILED) {
     status = internal_error("mmap(", name, "): ", std::strerror(errno));

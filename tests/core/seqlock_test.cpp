@@ -14,7 +14,7 @@ namespace {
 // A section as in a stats region: the sequence word, then data.
 struct Section {
   uint64_t sequence = 0;
-  uint64_t words[2047] = {};  // 16 KiB: long copies, so reads and writes overlap
+  uint64_t words[1023] = {};  // 8 KiB, as a histogram section
 };
 
 TEST(Seqlock, ReaderNeverSeesATornCopy) {
@@ -27,15 +27,21 @@ TEST(Seqlock, ReaderNeverSeesATornCopy) {
       for (uint64_t& w : shared->words) w = value;  // one write: every word the same
       seqlock_write_end(shared->sequence);
       num_writes.store(value, std::memory_order_relaxed);
+      // Stable for a moment, as the engine's sections mostly are, so some reads succeed.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(1);
+      while (std::chrono::steady_clock::now() < until) {
+      }
     }
   });
   auto copy_storage = std::make_unique<Section>();
   Section& copy = *copy_storage;
   int num_good = 0, num_torn = 0;
   uint64_t last_value = 0;
-  // Until reads and writes have had many chances to overlap, even on a busy machine.
+  // From the first write, until reads and writes have had many chances to
+  // overlap, even on a busy machine.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while ((num_good < 1000 || num_writes.load() < 1000) && std::chrono::steady_clock::now() < deadline) {
+  while (num_writes.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  while ((num_good < 1000 || num_writes.load() < 20000) && std::chrono::steady_clock::now() < deadline) {
     if (!seqlock_read(shared.get(), &copy, sizeof(copy), 100)) continue;
     ++num_good;
     EXPECT_EQ(copy.sequence % 2, 0u);
