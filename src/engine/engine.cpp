@@ -89,6 +89,7 @@ class Engine::Impl {
 
   EngineConfig config;
   ModelSource source;
+  std::unique_ptr<ContinuationPieces> pieces;  // the tokenizer's, for streaming text
   ModelWeights weights;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<LlamaModel> model;
@@ -113,6 +114,7 @@ Status Engine::Impl::load() {
   options.weight_format = config.weight_format;
   ZL_ASSIGN_OR_RETURN(source, open_model(config.model, options));
   if (!source.tokenizer) return source.tokenizer_status.with_prefix("no tokenizer for " + config.model);
+  pieces = std::make_unique<ContinuationPieces>(*source.tokenizer);
   ModelConfig& mc = source.config;
   if (config.max_seq_len > 0) {
     if (config.max_seq_len > mc.max_seq_len)
@@ -179,7 +181,7 @@ StatusOr<RequestId> Engine::Impl::submit(Request request) {
   auto message = new InboxMessage();
   message->kind = InboxMessage::Kind::kSubmit;
   message->sequence = std::make_unique<Sequence>(id, std::move(request), std::move(prompt), max_total, mc.vocab_size,
-                                                 *source.tokenizer, salt);
+                                                 *source.tokenizer, salt, pieces.get());
   message->sequence->submitted_at = Clock::now();
   pending_submits.fetch_add(1, std::memory_order_relaxed);
   inbox.push(message);

@@ -27,7 +27,8 @@ enum class SeqState { kWaiting, kRunning, kFinished };
 
 struct Sequence {
   Sequence(RequestId id_in, Request request_in, std::vector<int32_t> prompt, int32_t max_total,
-           int32_t vocab_size, const Tokenizer& tokenizer, const BlockSignature& salt_in)
+           int32_t vocab_size, const Tokenizer& tokenizer, const BlockSignature& salt_in,
+           const ContinuationPieces* pieces = nullptr)
       : id(id_in),
         request(std::move(request_in)),
         tokens(std::move(prompt)),
@@ -35,7 +36,7 @@ struct Sequence {
         max_total_tokens(max_total),
         salt(salt_in),
         sampler(with_logprob_if_needed(request), vocab_size),
-        decoder(tokenizer),
+        decoder(tokenizer, /*skip_special=*/true, pieces),
         stops(request.stop) {
     tokens.reserve(static_cast<size_t>(max_total));
     sampler.set_prompt(tokens);

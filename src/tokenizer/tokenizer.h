@@ -71,9 +71,40 @@ std::unique_ptr<Tokenizer> make_byte_tokenizer(int32_t vocab_size);
 // Incremental decoding for streaming: feed ids one at a time, get text pieces
 // that never split a UTF-8 character; the concatenation of all pieces equals
 // decode(all ids). Incomplete bytes are held back until completed (or flushed).
+//
+// The text most ids add does not depend on their neighbours: ContinuationPieces
+// holds it per id, built once per tokenizer (two decodes per id), so that a
+// decoder given one appends such an id in O(1) instead of decoding its window.
+class ContinuationPieces {
+ public:
+  explicit ContinuationPieces(const Tokenizer& tokenizer);
+  // The text `id` adds after a token whose text is complete, and the length
+  // of decode({id}) alone; false when `id` needs the full window (special,
+  // out of range, empty, or not a whole character by itself).
+  bool find(int32_t id, std::string_view* piece, size_t* alone_len) const {
+    if (id < 0 || static_cast<size_t>(id) >= entries_.size() || entries_[id].piece_len == 0) return false;
+    const Entry& e = entries_[static_cast<size_t>(id)];
+    *piece = std::string_view(bytes_).substr(e.offset, e.piece_len);
+    *alone_len = e.alone_len;
+    return true;
+  }
+
+ private:
+  struct Entry {
+    uint32_t offset = 0;
+    uint16_t piece_len = 0;  // 0: no fast path for this id
+    uint16_t alone_len = 0;
+  };
+  std::vector<Entry> entries_;  // [vocab_size]
+  std::string bytes_;           // every piece, back to back
+};
+
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special = true);
+  // `pieces`, when given, must be built from the same tokenizer and outlive
+  // the decoder; it changes only the speed, never the text.
+  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special = true,
+                         const ContinuationPieces* pieces = nullptr);
   // Returns the new text (possibly empty) after appending `id`.
   std::string push(int32_t id);
   // Returns what is held back (invalid UTF-8 remainders become U+FFFD as HF does).
@@ -82,8 +113,10 @@ class StreamDecoder {
  private:
   const Tokenizer& tokenizer_;
   bool skip_special_;
+  const ContinuationPieces* pieces_;
   std::vector<int32_t> ids_;
   size_t emitted_bytes_ = 0;  // bytes of decode(ids_) already returned
+  bool holding_ = false;      // emitted_bytes_ < decode(ids_).size()
 };
 
 }  // namespace zl

@@ -133,13 +133,17 @@ TEST(SpmTokenizerModelTest, StreamDecoderMatchesDecodeOnCorpus) {
     EXPECT_EQ(streamed, tok->decode(ids)) << nlohmann::json(text).dump();
     all.insert(all.end(), ids.begin(), ids.end());
   }
-  // One long generation crosses many window moves.
+  // One long generation crosses many window moves; the fast path too.
+  ContinuationPieces table(*tok);
   for (bool skip : {true, false}) {
-    StreamDecoder dec(*tok, skip);
-    std::string streamed;
-    for (int32_t id : all) streamed += dec.push(id);
-    streamed += dec.flush();
-    EXPECT_EQ(streamed, tok->decode(all, skip));
+    const ContinuationPieces* no_table = nullptr;
+    for (const ContinuationPieces* pieces : {no_table, static_cast<const ContinuationPieces*>(&table)}) {
+      StreamDecoder dec(*tok, skip, pieces);
+      std::string streamed;
+      for (int32_t id : all) streamed += dec.push(id);
+      streamed += dec.flush();
+      EXPECT_EQ(streamed, tok->decode(all, skip)) << (pieces ? "with" : "without") << " ContinuationPieces";
+    }
   }
 }
 

@@ -61,18 +61,38 @@ class FakeSpmTokenizer final : public Tokenizer {
 };
 
 // Pushes every id, checks that no piece splits a character, and returns the
-// concatenation of all pieces plus the flush.
+// concatenation of all pieces plus the flush. Streams twice, with and without
+// the ContinuationPieces fast path, and checks that the pieces are identical.
 std::string stream_all(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip_special = true) {
-  StreamDecoder dec(tok, skip_special);
+  ContinuationPieces table(tok);
+  StreamDecoder slow(tok, skip_special);
+  StreamDecoder fast(tok, skip_special, &table);
   std::string all;
-  for (int32_t id : ids) {
-    std::string piece = dec.push(id);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::string piece = slow.push(ids[i]);
     EXPECT_EQ(utf8_sanitize(piece), piece) << "piece splits a UTF-8 character";
+    EXPECT_EQ(fast.push(ids[i]), piece) << "fast path differs at id " << i;
     all += piece;
   }
-  std::string rest = dec.flush();
+  std::string rest = slow.flush();
   EXPECT_EQ(utf8_sanitize(rest), rest);
+  EXPECT_EQ(fast.flush(), rest);
   return all + rest;
+}
+
+TEST(StreamDecoderTest, ContinuationPiecesKeepSpmSpacesAndSkipPartialTokens) {
+  FakeSpmTokenizer tok;
+  ContinuationPieces table(tok);
+  std::string_view piece;
+  size_t alone = 0;
+  ASSERT_TRUE(table.find(4, &piece, &alone));  // ▁Hello: " Hello" after a token, "Hello" first
+  EXPECT_EQ(piece, " Hello");
+  EXPECT_EQ(alone, 5u);
+  EXPECT_FALSE(table.find(1, &piece, &alone)) << "special";
+  EXPECT_FALSE(table.find(3, &piece, &alone)) << "a lone ▁ decodes to nothing first";
+  EXPECT_FALSE(table.find(tok.byte_id(0xE4), &piece, &alone)) << "a partial character";
+  EXPECT_FALSE(table.find(-1, &piece, &alone));
+  EXPECT_FALSE(table.find(tok.vocab_size(), &piece, &alone));
 }
 
 TEST(StreamDecoderTest, HoldsBackPartialCharacters) {
