@@ -77,19 +77,24 @@ Status validate_sampling(const SamplingParams& p, int32_t vocab_size) {
   return ok_status();
 }
 
-Sampler::Sampler(const SamplingParams& params, int32_t vocab_size)
-    : params_(params),
-      vocab_size_(vocab_size),
-      output_counts_(static_cast<size_t>(vocab_size), 0),
-      seen_(static_cast<size_t>(vocab_size), 0),
-      candidates_(static_cast<size_t>(vocab_size)),
-      probs_(static_cast<size_t>(vocab_size)),
-      raw_logits_(static_cast<size_t>(vocab_size)) {
+// Only the buffers these parameters use are allocated: each is [vocab_size],
+// and greedy decoding without penalties (the common case) needs none, which
+// keeps a sequence's state small and a step's memory traffic low.
+Sampler::Sampler(const SamplingParams& params, int32_t vocab_size) : params_(params), vocab_size_(vocab_size) {
+  const size_t n = static_cast<size_t>(vocab_size);
+  if (has_penalties()) {
+    output_counts_.assign(n, 0);
+    seen_.assign(n, 0);
+    raw_logits_.resize(n);
+  }
+  if (params.temperature != 0.0f || params.num_top_logprobs > 0) candidates_.resize(n);
+  if (params.temperature != 0.0f) probs_.resize(n);
   uint64_t state = params.has_seed ? params.seed : std::random_device{}();
   for (uint64_t& word : rng_) word = splitmix64(state);
 }
 
 void Sampler::set_prompt(std::span<const int32_t> prompt) {
+  if (seen_.empty()) return;
   for (int32_t id : prompt)
     if (id >= 0 && id < vocab_size_) seen_[static_cast<size_t>(id)] = 1;
 }
@@ -206,8 +211,10 @@ SampleResult Sampler::sample(float* logits) {
     result.token = draw(logits);
   }
   if (want_logprobs) result.logprob = raw[result.token] - log_norm;
-  output_counts_[static_cast<size_t>(result.token)] += 1;
-  seen_[static_cast<size_t>(result.token)] = 1;
+  if (!seen_.empty()) {
+    output_counts_[static_cast<size_t>(result.token)] += 1;
+    seen_[static_cast<size_t>(result.token)] = 1;
+  }
   return result;
 }
 

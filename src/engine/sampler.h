@@ -63,11 +63,12 @@ class Sampler {
 
   SamplingParams params_;
   int32_t vocab_size_;
-  std::vector<int32_t> output_counts_;  // [vocab_size] times each id was generated
-  std::vector<uint8_t> seen_;           // [vocab_size] 1 if in prompt or output
-  std::vector<int32_t> candidates_;     // scratch: [vocab_size]
-  std::vector<float> probs_;            // scratch: [vocab_size]
-  std::vector<float> raw_logits_;       // scratch: [vocab_size] logits before penalties
+  // Each [vocab_size] when the parameters need it, else empty.
+  std::vector<int32_t> output_counts_;  // penalties: times each id was generated
+  std::vector<uint8_t> seen_;           // penalties: 1 if in prompt or output
+  std::vector<int32_t> candidates_;     // scratch for temperature > 0 and top logprobs
+  std::vector<float> probs_;            // scratch for temperature > 0
+  std::vector<float> raw_logits_;       // penalties: logits before them
   uint64_t rng_[4];                     // xoshiro256**
 };
 
