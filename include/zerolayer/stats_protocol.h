@@ -152,7 +152,7 @@ typedef struct zl_stats_counters {
   int32_t reserved0;
   double kv_internal_fragmentation; /* slots held that their sequence can never use / all slots */
   double kv_reserved_ahead;       /* slots held for tokens not computed yet / all slots */
-  double kv_external_fragmentation; /* 1 - largest free-or-cached run / all free-or-cached blocks */
+  double kv_external_fragmentation; /* free-or-cached blocks idle for lack of a long enough run / all blocks */
   int64_t prefix_query_tokens;    /* prompt tokens of admitted sequences */
   int64_t prefix_hit_tokens;      /* of which served from the prefix cache */
   int64_t prefix_num_queries;     /* admissions */

@@ -77,8 +77,9 @@ struct KvPool::Impl {
   BlockRun choose_extent(int32_t len) const;
   void take_extent(BlockRun extent, std::vector<int32_t>& table);
   void drop_ref(int32_t b);
-  void move_block(int32_t src, int32_t dst, std::vector<std::vector<std::pair<SeqBlocks*, int32_t>>>& refs,
-                  std::vector<BlockMove>& moves);
+  using BlockRefs = std::vector<std::vector<std::pair<SeqBlocks*, int32_t>>>;  // [num_blocks] (seq, table index)
+  void move_block(int32_t src, int32_t dst, BlockRefs& refs, std::vector<BlockMove>& moves);
+  BlockRun gathering_segment(int32_t need) const;
 
   bool try_contiguous(SeqBlocks& seq, int32_t num_prefix_blocks, int32_t num_total_blocks);
   bool try_paged(SeqBlocks& seq, int32_t num_prefix_blocks, int32_t num_prompt_blocks);
@@ -104,6 +105,10 @@ struct KvPool::Impl {
   int64_t num_evictions = 0;
   int64_t num_compactions = 0;
   int64_t num_block_moves = 0;
+  // Free-or-cached blocks left idle because the last admission attempt found
+  // enough of them but no run long enough (0 after an admission, or when
+  // memory itself was short): the pool's external fragmentation.
+  int32_t fragmented_wait_blocks = 0;
   SignatureStats signatures;
 };
 
@@ -355,8 +360,11 @@ AdmitOutcome KvPool::admit(std::span<const int32_t> prompt, int32_t max_total_to
   }
   if (!placed) {
     out->table.clear();
+    const bool memory_was_there = config_.policy != CachePolicy::kPaged && num_total_blocks <= p.num_evictable();
+    p.fragmented_wait_blocks = memory_was_there ? p.num_evictable() : 0;
     return AdmitOutcome::kWait;
   }
+  p.fragmented_wait_blocks = 0;
   out->num_reserved_tokens = static_cast<int32_t>(out->table.size()) * bs;
   out->max_total_tokens = max_total_tokens;
   out->num_prefix_tokens = num_prefix_blocks * bs;
@@ -438,7 +446,8 @@ KvPoolStats KvPool::stats() const {
   s.internal_fragmentation = static_cast<double>(p.internal_slots) / num_slots;
   s.reserved_ahead = static_cast<double>(p.ahead_slots) / num_slots;
   int32_t evictable = p.num_evictable();
-  s.external_fragmentation =
+  s.external_fragmentation = static_cast<double>(p.fragmented_wait_blocks) / p.num_blocks;
+  s.free_space_scatter =
       evictable == 0 ? 0.0 : 1.0 - static_cast<double>(p.avail_runs.largest_len()) / evictable;
   s.prefix_query_tokens = p.prefix_query_tokens;
   s.prefix_hit_tokens = p.prefix_hit_tokens;
@@ -448,55 +457,49 @@ KvPoolStats KvPool::stats() const {
   return s;
 }
 
-namespace {
-
-// A contiguous sequence's reserved run: table[first_index ...] = start, start + 1, ...
-struct Extent {
-  int32_t start;
-  int32_t len;
-  SeqBlocks* seq;
-  int32_t first_index;
-};
-
-}  // namespace
-
+// Sliding compaction over a segment: every used block of the segment moves,
+// in order, to the lowest position not yet filled, so the segment's
+// free-or-cached blocks end up as one run at its end. Order is kept, so a
+// contiguous extent stays contiguous, and moving a block rewrites it in every
+// table that holds it (shared prefix blocks too) and in the prefix index. The
+// segment is the shortest one that holds target_blocks free-or-cached blocks
+// (so it copies the fewest blocks), or the whole pool when target_blocks is 0.
 void KvPool::compact(std::span<SeqBlocks* const> live, int32_t target_blocks, std::vector<BlockMove>* moves) {
   Impl& p = *impl_;
   moves->clear();
-  auto done = [&] { return target_blocks > 0 && p.avail_runs.largest_len() >= target_blocks; };
-  if (done()) return;
-  // Who refers to each block (shared prefix blocks have several referents).
-  std::vector<std::vector<std::pair<SeqBlocks*, int32_t>>> refs(static_cast<size_t>(p.num_blocks));
-  std::vector<Extent> extents;
+  if (target_blocks > 0 && p.avail_runs.largest_len() >= target_blocks) return;
+  BlockRun segment = target_blocks > 0 ? p.gathering_segment(target_blocks) : BlockRun{0, p.num_blocks};
+  if (segment.len == 0) return;
+  Impl::BlockRefs refs(static_cast<size_t>(p.num_blocks));  // who holds each block: (sequence, table index)
   for (SeqBlocks* seq : live) {
-    const int32_t num_table = static_cast<int32_t>(seq->table.size());
-    for (int32_t i = 0; i < num_table; ++i) refs[static_cast<size_t>(seq->table[i])].push_back({seq, i});
-    const int32_t first = seq->num_prefix_tokens / p.block_size;
-    if (seq->contiguous && first < num_table) extents.push_back({seq->table[first], num_table - first, seq, first});
+    for (size_t i = 0; i < seq->table.size(); ++i)
+      refs[static_cast<size_t>(seq->table[i])].push_back({seq, static_cast<int32_t>(i)});
   }
-  std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) { return a.start < b.start; });
-
-  int32_t cursor = 0;
-  for (const Extent& e : extents) {
-    // The lowest window [c, c + len) below e.start holding no block another
-    // sequence uses (e's own blocks may overlap it: copies go upward in order).
-    int32_t c = cursor;
-    for (int32_t pos = c; pos < c + e.len && c < e.start; ++pos) {
-      bool own = pos >= e.start;
-      if (!own && p.blocks[static_cast<size_t>(pos)].refcount > 0) c = pos + 1;
-    }
-    if (c >= e.start) {
-      cursor = e.start + e.len;
-      continue;
-    }
-    for (int32_t i = 0; i < e.len; ++i) p.move_block(e.start + i, c + i, refs, *moves);
-    cursor = c + e.len;
-    if (done()) break;
+  int32_t cursor = segment.start;
+  for (int32_t b = segment.start; b < segment.end(); ++b) {
+    if (p.blocks[static_cast<size_t>(b)].refcount == 0) continue;
+    if (b != cursor) p.move_block(b, cursor, refs, *moves);
+    ++cursor;
   }
   if (!moves->empty()) {
     ++p.num_compactions;
     p.num_block_moves += static_cast<int64_t>(moves->size());
   }
+}
+
+// The shortest segment [start, end) holding at least `need` free-or-cached
+// blocks (len 0: the pool has fewer). Being shortest, it starts and ends with
+// such a block; its other blocks are what compaction copies.
+BlockRun KvPool::Impl::gathering_segment(int32_t need) const {
+  auto avail = [&](int32_t b) { return blocks[static_cast<size_t>(b)].refcount == 0 ? 1 : 0; };
+  BlockRun best;
+  int32_t start = 0, num_avail = 0;
+  for (int32_t b = 0; b < num_blocks; ++b) {
+    num_avail += avail(b);
+    while (start < b && num_avail - avail(start) >= need) num_avail -= avail(start++);
+    if (num_avail >= need && (best.len == 0 || b + 1 - start < best.len)) best = BlockRun{start, b + 1 - start};
+  }
+  return best;
 }
 
 bool KvPool::compaction_may_help(int32_t max_total_tokens) const {
@@ -505,9 +508,7 @@ bool KvPool::compaction_may_help(int32_t max_total_tokens) const {
 }
 
 // src is used, dst free or cached (then evicted); src ends free.
-void KvPool::Impl::move_block(int32_t src, int32_t dst,
-                              std::vector<std::vector<std::pair<SeqBlocks*, int32_t>>>& refs,
-                              std::vector<BlockMove>& moves) {
+void KvPool::Impl::move_block(int32_t src, int32_t dst, BlockRefs& refs, std::vector<BlockMove>& moves) {
   Block& to = blocks[static_cast<size_t>(dst)];
   Block& from = blocks[static_cast<size_t>(src)];
   CHECK(to.refcount == 0 && from.refcount > 0) << "moving block " << src << " onto block " << dst;

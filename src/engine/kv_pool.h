@@ -110,8 +110,13 @@ struct KvPoolStats {
   // Slots held for tokens a sequence has not computed yet (contiguous
   // reserves them at admission), over all slots in the pool.
   double reserved_ahead = 0.0;
-  // 1 - (largest run of free-or-evictable blocks / all free-or-evictable blocks).
+  // Free-or-evictable blocks that the last admission attempt left idle
+  // because no run of them was long enough (memory there, but scattered),
+  // over all blocks in the pool; 0 after an admission or a wait for memory.
   double external_fragmentation = 0.0;
+  // How scattered the free-or-evictable blocks are, whether or not anyone
+  // needs a long run: 1 - (largest run / all of them).
+  double free_space_scatter = 0.0;
   // Whole prompt lengths of admitted sequences (kWait tries do not count), so
   // hit / query is the share of prompt tokens not computed; it stays below 1
   // since each prompt's last block is always computed.
@@ -162,13 +167,13 @@ class KvPool {
   // prefixes other prompts may share.
   void release(SeqBlocks& seq);
 
-  // Slides contiguous sequences' extents toward block 0, in order of
-  // position, past the blocks it may not move (blocks of other sequences), so
-  // free and cached space gathers into long runs; stops once a run of
-  // target_blocks free-or-cached blocks exists (0: slide everything). Updates
-  // the tables of `live` (every sequence holding blocks) and the pool,
-  // evicting cached blocks that are in the way. The caller must then copy the
-  // KV data of each move, in order (every dst is free when its copy happens).
+  // Gathers free-or-cached blocks into one run of at least target_blocks by
+  // sliding used blocks together, in order (extents stay contiguous), over
+  // the shortest stretch of the pool that holds that many free-or-cached
+  // blocks, so it copies as few blocks as sliding can (target 0: the whole
+  // pool). Cached blocks in the way are evicted. Updates the tables of `live`
+  // (every sequence holding blocks) and the pool. The caller must then copy
+  // the KV data of each move, in order (every dst is free when its copy happens).
   void compact(std::span<SeqBlocks* const> live, int32_t target_blocks, std::vector<BlockMove>* moves);
   // Whether admit() waited for lack of a long enough run rather than of
   // memory: a contiguous extent of max_total_tokens would fit in the free and

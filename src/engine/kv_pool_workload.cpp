@@ -144,6 +144,7 @@ void WorkloadRun::record_stats() {
                                                                      << s.num_used_blocks;
   result_.internal_fragmentation_mean += s.internal_fragmentation;
   result_.external_fragmentation_mean += s.external_fragmentation;
+  result_.free_space_scatter_mean += s.free_space_scatter;
   result_.reserved_ahead_mean += s.reserved_ahead;
   result_.internal_fragmentation_max =
       std::max(result_.internal_fragmentation_max, s.internal_fragmentation);
@@ -179,6 +180,7 @@ KvWorkloadResult WorkloadRun::run() {
   result_.num_requests = config_.num_requests;
   result_.internal_fragmentation_mean /= steps;
   result_.external_fragmentation_mean /= steps;
+  result_.free_space_scatter_mean /= steps;
   result_.reserved_ahead_mean /= steps;
   result_.used_blocks_mean = used_sum_ / steps;
   result_.mean_running = running_sum_ / steps;
@@ -205,13 +207,14 @@ std::string kv_workload_json(const KvWorkloadResult& r) {
                 "{\"policy\":\"%s\",\"requests\":%d,\"steps\":%lld,\"preemptions\":%lld,"
                 "\"internal_fragmentation_pct\":%.3f,\"internal_fragmentation_max_pct\":%.3f,"
                 "\"external_fragmentation_pct\":%.3f,\"external_fragmentation_max_pct\":%.3f,"
+                "\"free_space_scatter_pct\":%.3f,"
                 "\"reserved_ahead_pct\":%.3f,\"reserved_ahead_max_pct\":%.3f,"
                 "\"used_blocks_pct\":%.3f,\"mean_running\":%.2f,\"prefix_hit_rate\":%.4f,"
                 "\"compactions\":%lld,\"block_moves\":%lld}",
                 cache_policy_name(r.policy), r.num_requests, static_cast<long long>(r.num_steps),
                 static_cast<long long>(r.num_preemptions), 100 * r.internal_fragmentation_mean,
                 100 * r.internal_fragmentation_max, 100 * r.external_fragmentation_mean,
-                100 * r.external_fragmentation_max, 100 * r.reserved_ahead_mean,
+                100 * r.external_fragmentation_max, 100 * r.free_space_scatter_mean, 100 * r.reserved_ahead_mean,
                 100 * r.reserved_ahead_max, 100 * r.used_blocks_mean, r.mean_running,
                 r.prefix_hit_rate, static_cast<long long>(r.num_compactions),
                 static_cast<long long>(r.num_block_moves));

@@ -42,6 +42,7 @@ struct KvWorkloadResult {
   double internal_fragmentation_max = 0.0;
   double external_fragmentation_mean = 0.0;
   double external_fragmentation_max = 0.0;
+  double free_space_scatter_mean = 0.0;
   double reserved_ahead_mean = 0.0;
   double reserved_ahead_max = 0.0;
   double used_blocks_mean = 0.0;  // share of blocks held by running sequences

@@ -139,7 +139,11 @@ std::string prometheus_text(const EngineStats& s, const HttpCounters& http, cons
   metric("zerolayer:kv_fragmentation_internal", "gauge", "KV slots held but never usable, share of the pool.",
          s.kv.internal_fragmentation);
   metric("zerolayer:kv_fragmentation_external", "gauge",
-         "1 - largest run of free or cached KV blocks / all free or cached blocks.", s.kv.external_fragmentation);
+         "Free or cached KV blocks idle because the waiting request found no run long enough, share of the pool.",
+         s.kv.external_fragmentation);
+  metric("zerolayer:kv_free_space_scatter", "gauge",
+         "1 - largest run of free or cached KV blocks / all free or cached blocks.", s.kv.free_space_scatter);
+  metric("zerolayer:kv_block_moves_total", "counter", "KV blocks copied by compaction.", s.kv.num_block_moves);
   metric("zerolayer:kv_signatures_live", "gauge", "Block signatures in the prefix index.", s.kv.num_live_signatures);
   metric("zerolayer:kv_compactions_total", "counter", "Contiguous-pool compactions.", s.kv.num_compactions);
   metric("zerolayer:kv_blocks_total", "gauge", "Blocks in the KV pool.", s.kv.num_blocks);

@@ -65,12 +65,12 @@ class PoolHarness {
     pool_.release(seq);
     check();
   }
-  std::vector<BlockMove> compact() {
+  std::vector<BlockMove> compact(int32_t target_blocks = 0) {
     std::vector<SeqBlocks*> live;
     for (SeqBlocks& s : seqs_)
       if (!s.table.empty()) live.push_back(&s);
     std::vector<BlockMove> moves;
-    pool_.compact(live, 0, &moves);
+    pool_.compact(live, target_blocks, &moves);
     check();
     return moves;
   }
@@ -378,21 +378,48 @@ TEST(KvPoolCompactionTest, SlidesExtentsTogetherSoALongRunFits) {
   SeqBlocks& c = h.admit(iota_tokens(4, 200), 4 * kBlockSize);  // [8, 12)
   h.release(a);
   h.release(c);  // free: [0, 4) and [8, 12)
-  EXPECT_DOUBLE_EQ(h.pool().stats().external_fragmentation, 0.5);
+  EXPECT_DOUBLE_EQ(h.pool().stats().free_space_scatter, 0.5);
+  EXPECT_DOUBLE_EQ(h.pool().stats().external_fragmentation, 0.0) << "nobody waits yet";
   h.admit(iota_tokens(4, 300), 8 * kBlockSize, AdmitOutcome::kWait);
+  EXPECT_DOUBLE_EQ(h.pool().stats().external_fragmentation, 8.0 / 12) << "8 free blocks idle for lack of a run";
   std::vector<BlockMove> moves = h.compact();
   ASSERT_EQ(moves.size(), 4u);
   EXPECT_EQ(moves[0].src, 4);
   EXPECT_EQ(moves[0].dst, 0);
   EXPECT_EQ(b.table, (std::vector<int32_t>{0, 1, 2, 3}));
-  EXPECT_DOUBLE_EQ(h.pool().stats().external_fragmentation, 0.0);
+  EXPECT_DOUBLE_EQ(h.pool().stats().free_space_scatter, 0.0);
   SeqBlocks& d = h.admit(iota_tokens(4, 300), 8 * kBlockSize);
+  EXPECT_DOUBLE_EQ(h.pool().stats().external_fragmentation, 0.0);
   EXPECT_EQ(d.table.front(), 4);
   EXPECT_EQ(h.pool().stats().num_compactions, 1);
   EXPECT_TRUE(h.compact().empty());  // nothing left to move
 }
 
-TEST(KvPoolCompactionTest, SharedPrefixBlocksStayAndSignaturesFollowTheirBlocks) {
+TEST(KvPoolCompactionTest, TargetedCompactionCopiesOnlyTheShortestSegment) {
+  PoolHarness h(CachePolicy::kContiguous, 16);
+  SeqBlocks& a = h.admit(iota_tokens(4, 0), 4 * kBlockSize);    // [0, 4)
+  SeqBlocks& b = h.admit(iota_tokens(4, 100), 2 * kBlockSize);  // [4, 6)
+  SeqBlocks& c = h.admit(iota_tokens(4, 200), 4 * kBlockSize);  // [6, 10)
+  SeqBlocks& d = h.admit(iota_tokens(4, 300), 2 * kBlockSize);  // [10, 12)
+  SeqBlocks& e = h.admit(iota_tokens(4, 400), 4 * kBlockSize);  // [12, 16)
+  h.release(b);
+  h.release(d);  // free: [4, 6) and [10, 12); only c lies between them
+  h.admit(iota_tokens(4, 500), 4 * kBlockSize, AdmitOutcome::kWait);
+  std::vector<BlockMove> moves = h.compact(4);
+  ASSERT_EQ(moves.size(), 4u) << "only c's blocks move";
+  for (size_t i = 0; i < moves.size(); ++i) {
+    EXPECT_EQ(moves[i].src, 6 + static_cast<int32_t>(i));
+    EXPECT_EQ(moves[i].dst, 4 + static_cast<int32_t>(i));
+  }
+  EXPECT_EQ(c.table, (std::vector<int32_t>{4, 5, 6, 7}));
+  EXPECT_EQ(a.table.front(), 0);
+  EXPECT_EQ(e.table.front(), 12);
+  SeqBlocks& f = h.admit(iota_tokens(4, 500), 4 * kBlockSize);
+  EXPECT_EQ(f.table, (std::vector<int32_t>{8, 9, 10, 11}));
+  EXPECT_TRUE(h.compact(4).empty()) << "a run of 4 exists: nothing to do";
+}
+
+TEST(KvPoolCompactionTest, SharedPrefixBlocksMoveInEveryTableAndSignaturesFollow) {
   PoolHarness h(CachePolicy::kContiguous, 12);
   SeqBlocks& hole = h.admit(iota_tokens(4, 900), 2 * kBlockSize);  // [0, 2)
   auto prompt = iota_tokens(3 * kBlockSize + 1, 0);
