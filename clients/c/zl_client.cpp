@@ -149,8 +149,15 @@ int push_request(zl_client* c, Fill fill) {
   return ZL_OK;
 }
 
+// Chat messages as ZL_SHM_PROMPT_CHAT packs them: role, length, content.
+uint64_t chat_bytes(const zl_request* r) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < r->num_messages; ++i) n += 8 + uint64_t(r->messages[i].content_bytes);
+  return n;
+}
+
 uint64_t payload_size(const zl_request* r, std::string* why) {
-  uint64_t n = r->prompt_ids ? uint64_t(r->num_prompt_ids) * 4 : r->prompt_text_bytes;
+  uint64_t n = r->prompt_ids ? uint64_t(r->num_prompt_ids) * 4 : r->prompt_text ? r->prompt_text_bytes : chat_bytes(r);
   n += uint64_t(r->num_stop_token_ids) * 4;
   for (uint32_t i = 0; i < r->num_stop && i < ZL_SHM_MAX_STOP; ++i) n += std::strlen(r->stop[i]);
   n += r->cache_salt ? std::strlen(r->cache_salt) : 0;
@@ -183,10 +190,19 @@ void fill_request(const zl_client* c, const zl_request* r, uint64_t id, zl_shm_r
     out.prompt_kind = ZL_SHM_PROMPT_TOKENS;
     out.prompt_count = r->num_prompt_ids;
     put(r->prompt_ids, size_t(r->num_prompt_ids) * 4);
-  } else {
+  } else if (r->prompt_text) {
     out.prompt_kind = ZL_SHM_PROMPT_TEXT;
     out.prompt_count = r->prompt_text_bytes;
     put(r->prompt_text, r->prompt_text_bytes);
+  } else {
+    out.prompt_kind = ZL_SHM_PROMPT_CHAT;
+    out.prompt_count = uint32_t(chat_bytes(r));
+    for (uint32_t i = 0; i < r->num_messages; ++i) {
+      const zl_chat_message& m = r->messages[i];
+      uint32_t head[2] = {m.role, m.content_bytes};
+      put(head, sizeof(head));
+      put(m.content, m.content_bytes);
+    }
   }
   out.num_stop_token_ids = r->num_stop_token_ids;
   put(r->stop_token_ids, size_t(r->num_stop_token_ids) * 4);
@@ -251,7 +267,12 @@ int zl_client_connect(const char* name, zl_client** out) {
 
 int zl_client_submit(zl_client* c, const zl_request* r, uint64_t* id) {
   if (c == nullptr || r == nullptr) return ZL_ERR_INVALID;
-  if (r->prompt_ids == nullptr && r->prompt_text == nullptr) return c->fail(ZL_ERR_INVALID, "no prompt");
+  if (r->prompt_ids == nullptr && r->prompt_text == nullptr && (r->messages == nullptr || r->num_messages == 0))
+    return c->fail(ZL_ERR_INVALID, "no prompt: set prompt_ids, prompt_text or messages");
+  for (uint32_t i = 0; r->prompt_ids == nullptr && r->prompt_text == nullptr && i < r->num_messages; ++i) {
+    if (r->messages[i].content == nullptr && r->messages[i].content_bytes > 0)
+      return c->fail(ZL_ERR_INVALID, "messages[" + std::to_string(i) + "].content is NULL");
+  }
   std::string why;
   payload_size(r, &why);
   if (!why.empty()) return c->fail(ZL_ERR_INVALID, why);

@@ -48,10 +48,17 @@ enum zl_client_status {
 
 typedef struct zl_client zl_client;
 
+/* One chat message; role is a zl_shm_chat_role (ZL_SHM_ROLE_USER, ...). */
+typedef struct zl_chat_message {
+  uint32_t role;
+  const char* content;              /* UTF-8, content_bytes long */
+  uint32_t content_bytes;
+} zl_chat_message;
+
 typedef struct zl_request {
   const int32_t* prompt_ids;        /* either token ids... */
   uint32_t num_prompt_ids;
-  const char* prompt_text;          /* ...or UTF-8 text (used when prompt_ids is NULL) */
+  const char* prompt_text;          /* ...or UTF-8 text (used when prompt_ids is NULL)... */
   uint32_t prompt_text_bytes;
   zl_shm_sampling sampling;         /* zl_request_init: temperature 1, top_p 1, repetition_penalty 1 */
   int32_t max_new_tokens;           /* default 256 */
@@ -64,6 +71,8 @@ typedef struct zl_request {
   uint32_t num_stop_token_ids;
   const char* cache_salt;           /* NUL-terminated, or NULL */
   const uint8_t* signature;         /* 16 bytes (first block's cache signature), or NULL */
+  const zl_chat_message* messages;  /* ...or chat messages, rendered by the server through the model's */
+  uint32_t num_messages;            /* chat template (used when prompt_ids and prompt_text are NULL) */
 } zl_request;
 
 /* One response record, copied out of the ring, plus when it was read. */

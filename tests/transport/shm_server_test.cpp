@@ -167,6 +167,67 @@ TEST_F(ShmServerTest, MalformedRecordsAreRejected) {
   EXPECT_EQ(server_->stats().num_rejected, int64_t(std::size(cases)));
 }
 
+// The C client's chat messages travel as ZL_SHM_PROMPT_CHAT: the same tokens
+// as a record whose payload the test packs by the protocol's own words.
+TEST(ShmChatTest, CClientChatMessagesEqualAHandPackedChatRecord) {
+  auto engine = make_tiny_engine();
+  ASSERT_NE(engine, nullptr);
+  ShmServerConfig config(unique_shm_name("chat"), 16 << 20);
+  config.chat_template = "chatml";  // dummy:tiny has none of its own
+  auto server = ShmServer::start(*engine, config);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  zl_client* client = nullptr;
+  ASSERT_EQ(zl_client_connect(config.name.c_str(), &client), ZL_OK) << zl_client_last_error(nullptr);
+
+  const std::string system = "You are terse.", user = "Say hi";
+  zl_chat_message messages[2] = {{ZL_SHM_ROLE_SYSTEM, system.data(), uint32_t(system.size())},
+                                 {ZL_SHM_ROLE_USER, user.data(), uint32_t(user.size())}};
+  zl_request request;
+  zl_request_init(&request);
+  request.messages = messages;
+  request.num_messages = 2;
+  request.sampling.temperature = 0.0f;
+  request.max_new_tokens = 6;
+  request.ignore_eos = 1;
+  uint64_t id = 0;
+  ASSERT_EQ(zl_client_submit(client, &request, &id), ZL_OK) << zl_client_last_error(client);
+  ShmResult chat = read_until_terminal(client, id);
+  ASSERT_EQ(chat.terminal.kind, uint32_t(ZL_SHM_RESPONSE_FINISH)) << std::string(chat.terminal.text, chat.terminal.text_bytes);
+  EXPECT_EQ(chat.tokens.size(), 6u);
+  EXPECT_GT(chat.terminal.num_prompt_tokens, int32_t(system.size() + user.size())) << "the template adds its markup";
+
+  zl_shm_request raw;
+  std::memset(&raw, 0, sizeof(raw));
+  raw.kind = ZL_SHM_REQUEST_SUBMIT;
+  raw.client_slot = zl_client_slot(client);
+  raw.client_generation = zl_client_generation(client);
+  raw.client_request_id = 1000;
+  raw.prompt_kind = ZL_SHM_PROMPT_CHAT;
+  uint8_t* p = raw.payload;
+  for (const auto& [role, content] : {std::pair<uint32_t, std::string>{ZL_SHM_ROLE_SYSTEM, system}, {ZL_SHM_ROLE_USER, user}}) {
+    uint32_t head[2] = {role, uint32_t(content.size())};
+    std::memcpy(p, head, 8);
+    std::memcpy(p + 8, content.data(), content.size());
+    p += 8 + content.size();
+  }
+  raw.prompt_count = raw.payload_bytes = uint32_t(p - raw.payload);
+  raw.sampling.temperature = 0.0f;
+  raw.sampling.top_p = 1.0f;
+  raw.sampling.repetition_penalty = 1.0f;
+  raw.max_new_tokens = 6;
+  raw.ignore_eos = 1;
+  ASSERT_EQ(zl_client_submit_raw(client, &raw), ZL_OK);
+  ShmResult packed = read_until_terminal(client, 1000);
+  EXPECT_EQ(packed.tokens, chat.tokens);
+  EXPECT_EQ(packed.terminal.num_prompt_tokens, chat.terminal.num_prompt_tokens);
+
+  zl_request empty;
+  zl_request_init(&empty);
+  EXPECT_EQ(zl_client_submit(client, &empty, &id), ZL_ERR_INVALID);
+  EXPECT_NE(std::string(zl_client_last_error(client)).find("messages"), std::string::npos);
+  zl_client_close(client);
+}
+
 TEST_F(ShmServerTest, CancelEndsWithAborted) {
   std::vector<int32_t> prompt = {1, 2, 3};
   zl_request request = greedy_request(prompt, 900);
