@@ -87,7 +87,9 @@ TEST_P(LogitsTest, MatchesTransformers) {
     int32_t ours_top = static_cast<int32_t>(std::max_element(ours, ours + g.vocab) - ours);
     std::vector<float> sorted(golden, golden + g.vocab);
     std::nth_element(sorted.begin(), sorted.begin() + 1, sorted.end(), std::greater<float>());
-    if (sorted[0] - sorted[1] > 2 * tolerance) EXPECT_EQ(ours_top, top) << "row " << row;
+    if (sorted[0] - sorted[1] > 2 * tolerance) {
+      EXPECT_EQ(ours_top, top) << "row " << row;
+    }
   };
 
   // Prefill: all logits rows of the prompt.
