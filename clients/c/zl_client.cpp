@@ -10,11 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "transport/shm_ring.h"
@@ -156,20 +158,49 @@ uint64_t chat_bytes(const zl_request* r) {
   return n;
 }
 
+uint64_t prompt_bytes(const zl_request* r) {
+  return r->prompt_ids ? uint64_t(r->num_prompt_ids) * 4 : r->prompt_text ? r->prompt_text_bytes : chat_bytes(r);
+}
+
+// The payload besides the prompt (which may go ahead in PROMPT_PART records).
 uint64_t payload_size(const zl_request* r, std::string* why) {
-  uint64_t n = r->prompt_ids ? uint64_t(r->num_prompt_ids) * 4 : r->prompt_text ? r->prompt_text_bytes : chat_bytes(r);
-  n += uint64_t(r->num_stop_token_ids) * 4;
+  uint64_t n = uint64_t(r->num_stop_token_ids) * 4;
   for (uint32_t i = 0; i < r->num_stop && i < ZL_SHM_MAX_STOP; ++i) n += std::strlen(r->stop[i]);
   n += r->cache_salt ? std::strlen(r->cache_salt) : 0;
   if (r->num_stop > ZL_SHM_MAX_STOP) *why = "num_stop exceeds ZL_SHM_MAX_STOP";
   if (r->num_stop_token_ids > ZL_SHM_MAX_STOP_TOKEN_IDS) *why = "num_stop_token_ids exceeds ZL_SHM_MAX_STOP_TOKEN_IDS";
-  if (n > ZL_SHM_REQUEST_PAYLOAD_BYTES)
-    *why = "prompt, stop strings and salt take " + std::to_string(n) + " bytes; one record holds " +
-           std::to_string(ZL_SHM_REQUEST_PAYLOAD_BYTES);
+  if (n >= ZL_SHM_REQUEST_PAYLOAD_BYTES)
+    *why = "stop token ids, stop strings and salt take " + std::to_string(n) + " bytes; one record holds " +
+           std::to_string(ZL_SHM_REQUEST_PAYLOAD_BYTES) + " beside at least one prompt byte";
+  if (prompt_bytes(r) > UINT32_MAX) *why = "the prompt takes more than 4 GiB";
   return n;
 }
 
-void fill_request(const zl_client* c, const zl_request* r, uint64_t id, zl_shm_request& out) {
+// The prompt's bytes as the record's payload carries them.
+std::string pack_prompt(const zl_request* r) {
+  std::string out;
+  if (r->prompt_ids) {
+    out.assign(reinterpret_cast<const char*>(r->prompt_ids), size_t(r->num_prompt_ids) * 4);
+  } else if (r->prompt_text) {
+    out.assign(r->prompt_text, r->prompt_text_bytes);
+  } else {
+    for (uint32_t i = 0; i < r->num_messages; ++i) {
+      const zl_chat_message& m = r->messages[i];
+      uint32_t head[2] = {m.role, m.content_bytes};
+      out.append(reinterpret_cast<const char*>(head), sizeof(head));
+      out.append(m.content, m.content_bytes);
+    }
+  }
+  return out;
+}
+
+uint32_t prompt_kind(const zl_request* r) {
+  return r->prompt_ids ? ZL_SHM_PROMPT_TOKENS : r->prompt_text ? ZL_SHM_PROMPT_TEXT : ZL_SHM_PROMPT_CHAT;
+}
+
+// A SUBMIT whose prompt is `prompt` minus the first `in_parts` bytes, sent before.
+void fill_request(const zl_client* c, const zl_request* r, uint64_t id, std::string_view prompt, uint32_t in_parts,
+                  zl_shm_request& out) {
   std::memset(&out, 0, ZL_SHM_REQUEST_FIXED_BYTES);
   out.kind = ZL_SHM_REQUEST_SUBMIT;
   out.client_slot = c->slot;
@@ -186,24 +217,10 @@ void fill_request(const zl_client* c, const zl_request* r, uint64_t id, zl_shm_r
     std::memcpy(p, data, n);
     p += n;
   };
-  if (r->prompt_ids) {
-    out.prompt_kind = ZL_SHM_PROMPT_TOKENS;
-    out.prompt_count = r->num_prompt_ids;
-    put(r->prompt_ids, size_t(r->num_prompt_ids) * 4);
-  } else if (r->prompt_text) {
-    out.prompt_kind = ZL_SHM_PROMPT_TEXT;
-    out.prompt_count = r->prompt_text_bytes;
-    put(r->prompt_text, r->prompt_text_bytes);
-  } else {
-    out.prompt_kind = ZL_SHM_PROMPT_CHAT;
-    out.prompt_count = uint32_t(chat_bytes(r));
-    for (uint32_t i = 0; i < r->num_messages; ++i) {
-      const zl_chat_message& m = r->messages[i];
-      uint32_t head[2] = {m.role, m.content_bytes};
-      put(head, sizeof(head));
-      put(m.content, m.content_bytes);
-    }
-  }
+  out.prompt_kind = prompt_kind(r);
+  out.prompt_count = r->prompt_ids ? r->num_prompt_ids : uint32_t(prompt.size());
+  out.prompt_bytes_in_parts = in_parts;
+  put(prompt.data() + in_parts, prompt.size() - in_parts);
   out.num_stop_token_ids = r->num_stop_token_ids;
   put(r->stop_token_ids, size_t(r->num_stop_token_ids) * 4);
   out.num_stop = r->num_stop;
@@ -274,10 +291,31 @@ int zl_client_submit(zl_client* c, const zl_request* r, uint64_t* id) {
       return c->fail(ZL_ERR_INVALID, "messages[" + std::to_string(i) + "].content is NULL");
   }
   std::string why;
-  payload_size(r, &why);
+  const uint64_t rest = payload_size(r, &why);
   if (!why.empty()) return c->fail(ZL_ERR_INVALID, why);
+  const std::string prompt = pack_prompt(r);
   uint64_t request_id = c->next_id++;
-  int status = push_request(c, [&](zl_shm_request& out) { fill_request(c, r, request_id, out); });
+  // What does not fit beside the rest goes ahead in PROMPT_PART records.
+  const size_t in_parts = prompt.size() - std::min<size_t>(prompt.size(), ZL_SHM_REQUEST_PAYLOAD_BYTES - rest);
+  int status = ZL_OK;
+  for (size_t at = 0; at < in_parts && status == ZL_OK; at += ZL_SHM_REQUEST_PAYLOAD_BYTES) {
+    const size_t n = std::min<size_t>(ZL_SHM_REQUEST_PAYLOAD_BYTES, in_parts - at);
+    status = push_request(c, [&](zl_shm_request& out) {
+      std::memset(&out, 0, ZL_SHM_REQUEST_FIXED_BYTES);
+      out.kind = ZL_SHM_REQUEST_PROMPT_PART;
+      out.client_slot = c->slot;
+      out.client_request_id = request_id;
+      out.client_generation = c->generation;
+      out.prompt_kind = prompt_kind(r);
+      out.payload_bytes = uint32_t(n);
+      std::memcpy(out.payload, prompt.data() + at, n);
+    });
+  }
+  if (status == ZL_OK) {
+    status = push_request(c, [&](zl_shm_request& out) {
+      fill_request(c, r, request_id, prompt, uint32_t(in_parts), out);
+    });
+  }
   if (status == ZL_OK && id) *id = request_id;
   return status;
 }

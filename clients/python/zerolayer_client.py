@@ -46,7 +46,7 @@ DEAD_AFTER_NS = 1_000_000_000
 
 SERVER_STOPPED = 2
 CLIENT_FREE, CLIENT_CLAIMING, CLIENT_ACTIVE, CLIENT_CLOSING = 0, 1, 2, 3
-REQUEST_SUBMIT, REQUEST_CANCEL = 1, 2
+REQUEST_SUBMIT, REQUEST_CANCEL, REQUEST_PROMPT_PART = 1, 2, 3
 PROMPT_TOKENS, PROMPT_TEXT, PROMPT_CHAT = 1, 2, 3
 CHAT_ROLES = {"system": 0, "user": 1, "assistant": 2, "tool": 3}
 RESPONSE_TOKEN, RESPONSE_TEXT, RESPONSE_FINISH, RESPONSE_ERROR = 1, 2, 3, 4
@@ -59,8 +59,8 @@ _H_STATE, _H_HEARTBEAT = 84, 88
 # zl_shm_client offsets
 _C_STATE, _C_PID, _C_HEARTBEAT, _C_GENERATION, _C_PENDING = 0, 4, 8, 16, 24
 _C_DEQUEUE, _C_FUTEX, _C_SLEEPING = 64, 128, 132
-# zl_shm_request fixed part up to payload_bytes (204 bytes), after the 8-byte sequence
-_REQUEST = struct.Struct("<IIQQQII" "fifffffIQiI" "iifII I16I II16s I")
+# zl_shm_request fixed part up to prompt_bytes_in_parts (208 bytes), after the 8-byte sequence
+_REQUEST = struct.Struct("<IIQQQII" "fifffffIQiI" "iifII I16I II16s I I")
 # zl_shm_response up to top[] (96 bytes), after the 8-byte sequence
 _RESPONSE = struct.Struct("<IIQQifIIiiiiddddII")
 
@@ -262,9 +262,12 @@ class Client:
         if len(stops) > MAX_STOP or len(stop_token_ids) > MAX_STOP_TOKEN_IDS:
             raise ValueError(f"at most {MAX_STOP} stop strings and {MAX_STOP_TOKEN_IDS} stop token ids")
         salt = cache_salt.encode("utf-8")
-        payload = body + struct.pack(f"<{len(stop_token_ids)}i", *stop_token_ids) + b"".join(stops) + salt
-        if len(payload) > REQUEST_PAYLOAD_BYTES:
-            raise ValueError(f"prompt, stops and salt take {len(payload)} bytes; a record holds {REQUEST_PAYLOAD_BYTES}")
+        rest = struct.pack(f"<{len(stop_token_ids)}i", *stop_token_ids) + b"".join(stops) + salt
+        if len(rest) >= REQUEST_PAYLOAD_BYTES:
+            raise ValueError(f"stop ids, stops and salt take {len(rest)} bytes; a record holds {REQUEST_PAYLOAD_BYTES}")
+        # What of the prompt does not fit beside the rest goes ahead in PROMPT_PART records.
+        in_parts = max(0, len(body) - (REQUEST_PAYLOAD_BYTES - len(rest)))
+        payload = body[in_parts:] + rest
         if signature is not None and len(signature) != 16:
             raise ValueError("signature must be 16 bytes")
         request_id = self._next_id
@@ -275,7 +278,13 @@ class Client:
             temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty,
             0 if seed is None else 1, seed or 0, num_top_logprobs, 0,
             max_new_tokens, priority, min_token_prob, 1 if ignore_eos else 0, len(stops), len(stop_token_ids),
-            *stop_bytes, len(salt), 0 if signature is None else 1, bytes(signature or b"\0" * 16), len(payload))
+            *stop_bytes, len(salt), 0 if signature is None else 1, bytes(signature or b"\0" * 16), len(payload),
+            in_parts)
+        for at in range(0, in_parts, REQUEST_PAYLOAD_BYTES):
+            part = body[at:min(at + REQUEST_PAYLOAD_BYTES, in_parts)]
+            self._push(_REQUEST.pack(REQUEST_PROMPT_PART, self.slot, request_id, self._generation, 0, kind, 0,
+                                     *([0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0]), 0, 0, 0.0, 0, 0, 0,
+                                     *([0] * MAX_STOP), 0, 0, b"\0" * 16, len(part), 0), part)
         self._push(fixed, payload)
         self._pending[request_id] = deque()
         return request_id
@@ -283,7 +292,7 @@ class Client:
     def cancel(self, request_id):
         fixed = _REQUEST.pack(REQUEST_CANCEL, self.slot, request_id, self._generation, _now_ns(), 0, 0,
                               *([0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0]), 0, 0, 0.0, 0, 0, 0,
-                              *([0] * MAX_STOP), 0, 0, b"\0" * 16, 0)
+                              *([0] * MAX_STOP), 0, 0, b"\0" * 16, 0, 0)
         self._push(fixed)
 
     # -- responses -----------------------------------------------------

@@ -168,7 +168,20 @@ typedef struct zl_shm_client {
 enum zl_shm_request_kind {
   ZL_SHM_REQUEST_SUBMIT = 1,
   ZL_SHM_REQUEST_CANCEL = 2,      /* aborts client_request_id; its terminal record follows */
+  ZL_SHM_REQUEST_PROMPT_PART = 3, /* the first bytes of a prompt too long for one record: see below */
 };
+
+/* Long prompts. A prompt whose bytes (ids x 4, text or chat bytes) do not fit
+ * one record beside the request's other payload is sent as PROMPT_PART records
+ * and then the SUBMIT, all with the same client_request_id, back to back from
+ * one client (records of one client reach the server in order). A part's
+ * payload (payload_bytes > 0) is the next slice of the prompt's bytes; its
+ * prompt_kind must be the SUBMIT's; its other fields are ignored. The SUBMIT
+ * says prompt_bytes_in_parts (the parts' total) and its payload holds the
+ * rest of the prompt, then the usual stop ids, stop strings and salt. Parts
+ * answer nothing themselves: any problem with them (too long, a kind that
+ * changes, a total that disagrees) is the SUBMIT's one ERROR record. A
+ * prompt may take at most max_seq_len x 4 bytes of ids, or x 32 of text. */
 
 enum zl_shm_prompt_kind {
   ZL_SHM_PROMPT_TOKENS = 1,       /* prompt_count int32 token ids */
@@ -233,7 +246,8 @@ typedef struct zl_shm_request {
   uint32_t has_signature;         /* 0 or 1 */
   uint8_t signature[16];          /* first block's cache signature (low, high; little-endian), a hint */
   uint32_t payload_bytes;         /* <= ZL_SHM_REQUEST_PAYLOAD_BYTES */
-  uint8_t pad[ZL_SHM_REQUEST_FIXED_BYTES - 204];
+  uint32_t prompt_bytes_in_parts; /* SUBMIT: prompt bytes sent before in PROMPT_PART records; 0: none */
+  uint8_t pad[ZL_SHM_REQUEST_FIXED_BYTES - 208];
   uint8_t payload[ZL_SHM_REQUEST_PAYLOAD_BYTES];
 } zl_shm_request;
 

@@ -43,6 +43,18 @@ struct ClientState {
   bool reclaiming = false;
   uint64_t claiming_since_ns = 0;
   std::unordered_map<uint64_t, std::shared_ptr<ShmSink>> live;  // client_request_id -> sink
+  // A long prompt arriving in PROMPT_PART records, for the SUBMIT that follows.
+  struct PromptParts {
+    uint64_t request_id = 0;
+    uint32_t prompt_kind = 0;
+    std::string bytes;
+    Status error;  // the first problem with the parts: the SUBMIT's answer
+    void reset() {
+      bytes.clear();
+      bytes.shrink_to_fit();
+      error = ok_status();
+    }
+  } parts;
 };
 
 }  // namespace
@@ -81,6 +93,7 @@ class ShmServer::Impl {
   void tick(uint64_t now);
   void handle(const zl_shm_request& record);
   void handle_submit(uint32_t c, const zl_shm_request& record);
+  void handle_prompt_part(uint32_t c, const zl_shm_request& record);
   void monitor_client(uint32_t c, uint64_t now);
   void begin_reclaim(uint32_t c);
   void finish_reclaim(uint32_t c);
@@ -326,18 +339,57 @@ void ShmServer::Impl::handle(const zl_shm_request& record) {
     case ZL_SHM_REQUEST_SUBMIT:
       handle_submit(c, record);
       return;
+    case ZL_SHM_REQUEST_PROMPT_PART:
+      handle_prompt_part(c, record);
+      return;
     case ZL_SHM_REQUEST_CANCEL: {
       auto it = clients_[c].live.find(record.client_request_id);
       if (it != clients_[c].live.end() && !it->second->finished()) engine_.abort(it->second->engine_id.load());
       return;
     }
   }
-  push_error(c, record.client_request_id, invalid_argument("kind must be 1 (submit) or 2 (cancel), got ", record.kind));
+  push_error(c, record.client_request_id, invalid_argument("kind must be 1 (submit), 2 (cancel) or 3 (prompt part), got ", record.kind));
+}
+
+// Collects a long prompt's leading bytes; problems are kept for the SUBMIT
+// to answer, so that the request gets exactly one terminal record.
+void ShmServer::Impl::handle_prompt_part(uint32_t c, const zl_shm_request& record) {
+  ClientState::PromptParts& parts = clients_[c].parts;
+  if (parts.request_id != record.client_request_id || (parts.bytes.empty() && parts.error.ok())) {
+    parts.reset();  // a new request's first part (an unfinished one before it is dropped)
+    parts.request_id = record.client_request_id;
+    parts.prompt_kind = record.prompt_kind;
+  }
+  if (!parts.error.ok()) return;
+  const uint64_t limit = max_prompt_part_bytes(limits_, record.prompt_kind);
+  if (record.prompt_kind != parts.prompt_kind) {
+    parts.error = invalid_argument("prompt_kind of a PROMPT_PART changed from ", parts.prompt_kind, " to ",
+                                   record.prompt_kind);
+  } else if (record.payload_bytes == 0 || record.payload_bytes > ZL_SHM_REQUEST_PAYLOAD_BYTES) {
+    parts.error = invalid_argument("a PROMPT_PART's payload_bytes must be in [1, ", ZL_SHM_REQUEST_PAYLOAD_BYTES,
+                                   "], got ", record.payload_bytes);
+  } else if (parts.bytes.size() + record.payload_bytes > limit) {
+    parts.error = invalid_argument("prompt parts exceed ", limit, " bytes (max_seq_len ", limits_.max_seq_len, ")");
+  }
+  if (!parts.error.ok()) {
+    parts.bytes.clear();
+    return;
+  }
+  parts.bytes.append(reinterpret_cast<const char*>(record.payload), record.payload_bytes);
 }
 
 void ShmServer::Impl::handle_submit(uint32_t c, const zl_shm_request& record) {
   ClientState& cs = clients_[c];
   uint64_t id = record.client_request_id;
+  // The parts, if they are this request's, are used up by it either way.
+  std::string head;
+  Status parts_error;
+  if (cs.parts.request_id == id && (!cs.parts.bytes.empty() || !cs.parts.error.ok())) {
+    head = std::move(cs.parts.bytes);
+    parts_error = cs.parts.error;
+    cs.parts.reset();
+  }
+  if (!parts_error.ok()) return push_error(c, id, parts_error);
   auto it = cs.live.find(id);
   if (it != cs.live.end() && !it->second->finished())
     return push_error(c, id, invalid_argument("client_request_id ", id, " is already in flight"));
@@ -345,7 +397,7 @@ void ShmServer::Impl::handle_submit(uint32_t c, const zl_shm_request& record) {
     return push_error(c, id, resource_exhausted("client has ", cs.num_inflight.load(),
                                                 " requests in flight, the most max_inflight_per_client allows"));
   WireRequest wire;
-  Status status = decode_submit(record, limits_, &wire);
+  Status status = decode_submit(record, limits_, head, &wire);
   if (status.ok() && !wire.chat.empty()) status = render_chat(wire);
   if (!status.ok()) return push_error(c, id, status);
   if (wire.has_signature) counters_.signature_hints.fetch_add(1, std::memory_order_relaxed);
@@ -420,6 +472,7 @@ void ShmServer::Impl::finish_reclaim(uint32_t c) {
     shm::atomic(layout_.response_slot(c, pos).sequence).store(pos, std::memory_order_relaxed);
   shm::atomic(cs.enqueue_pos).store(0, std::memory_order_relaxed);
   cs.live.clear();
+  cs.parts.reset();
   cs.closed.store(false, std::memory_order_relaxed);
   cs.reclaiming = false;
   client.pid = 0;

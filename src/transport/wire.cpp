@@ -1,5 +1,6 @@
 #include "transport/wire.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -80,22 +81,37 @@ Status decode_chat(const uint8_t* data, uint32_t size, std::vector<ChatMessage>*
   return ok_status();
 }
 
-Status decode_payload(const zl_shm_request& r, const WireLimits& limits, WireRequest* out) {
+// The prompt's bytes: `head` (sent before in PROMPT_PART records), then the
+// rest from this record's payload; joined only when there is a head.
+Status take_prompt(PayloadReader& payload, const zl_shm_request& r, std::string_view head, std::string* joined,
+                   const uint8_t** p) {
+  const uint64_t total = uint64_t(r.prompt_count) * (r.prompt_kind == ZL_SHM_PROMPT_TOKENS ? 4 : 1);
+  if (head.size() > total)
+    return invalid_argument("prompt_bytes_in_parts ", head.size(), " exceeds the prompt's ", total, " bytes");
+  ZL_RETURN_IF_ERROR(payload.take("prompt_count", total - head.size(), p));
+  if (head.empty()) return ok_status();
+  joined->reserve(total);
+  joined->assign(head);
+  joined->append(reinterpret_cast<const char*>(*p), total - head.size());
+  *p = reinterpret_cast<const uint8_t*>(joined->data());
+  return ok_status();
+}
+
+Status decode_payload(const zl_shm_request& r, const WireLimits& limits, std::string_view head, WireRequest* out) {
   Request& req = out->request;
   PayloadReader payload(r.payload, r.payload_bytes);
   const uint8_t* p = nullptr;
+  std::string joined;
+  ZL_RETURN_IF_ERROR(take_prompt(payload, r, head, &joined, &p));
   if (r.prompt_kind == ZL_SHM_PROMPT_TOKENS) {
-    ZL_RETURN_IF_ERROR(payload.take("prompt_count", uint64_t(r.prompt_count) * 4, &p));
     req.prompt_ids.resize(r.prompt_count);
     std::memcpy(req.prompt_ids.data(), p, uint64_t(r.prompt_count) * 4);
     for (size_t i = 0; i < req.prompt_ids.size(); ++i)
       if (req.prompt_ids[i] < 0 || req.prompt_ids[i] >= limits.vocab_size)
         return invalid_argument("prompt token ", i, " is ", req.prompt_ids[i], ", outside [0, ", limits.vocab_size, ")");
   } else if (r.prompt_kind == ZL_SHM_PROMPT_CHAT) {
-    ZL_RETURN_IF_ERROR(payload.take("prompt_count", r.prompt_count, &p));
     ZL_RETURN_IF_ERROR(decode_chat(p, r.prompt_count, &out->chat));
   } else {
-    ZL_RETURN_IF_ERROR(payload.take("prompt_count", r.prompt_count, &p));
     req.prompt_text.assign(reinterpret_cast<const char*>(p), r.prompt_count);
     if (!valid_utf8(req.prompt_text)) return invalid_argument("prompt text is not valid UTF-8");
   }
@@ -120,13 +136,22 @@ Status decode_payload(const zl_shm_request& r, const WireLimits& limits, WireReq
 
 }  // namespace
 
+uint64_t max_prompt_part_bytes(const WireLimits& limits, uint32_t prompt_kind) {
+  // Ids take 4 bytes a token; text and chat allow for long tokens and markup.
+  return uint64_t(std::max(limits.max_seq_len, 0)) * (prompt_kind == ZL_SHM_PROMPT_TOKENS ? 4 : 32);
+}
+
 void copy_request_out(const zl_shm_request& shared, zl_shm_request* local) {
   std::memcpy(local, &shared, ZL_SHM_REQUEST_FIXED_BYTES);
   uint32_t n = std::min<uint32_t>(local->payload_bytes, ZL_SHM_REQUEST_PAYLOAD_BYTES);
   std::memcpy(local->payload, shared.payload, n);
 }
 
-Status decode_submit(const zl_shm_request& r, const WireLimits& limits, WireRequest* out) {
+Status decode_submit(const zl_shm_request& r, const WireLimits& limits, std::string_view prompt_head,
+                     WireRequest* out) {
+  if (r.prompt_bytes_in_parts != prompt_head.size())
+    return invalid_argument("prompt_bytes_in_parts is ", r.prompt_bytes_in_parts, " but ", prompt_head.size(),
+                            " bytes arrived in PROMPT_PART records");
   if (r.prompt_kind < ZL_SHM_PROMPT_TOKENS || r.prompt_kind > ZL_SHM_PROMPT_CHAT)
     return invalid_argument("prompt_kind must be 1 (tokens), 2 (text) or 3 (chat), got ", r.prompt_kind);
   if (r.prompt_count == 0) return invalid_argument("prompt_count is 0: the prompt is empty");
@@ -163,7 +188,7 @@ Status decode_submit(const zl_shm_request& r, const WireLimits& limits, WireRequ
   req.ignore_eos = r.ignore_eos != 0;
   out->has_signature = r.has_signature != 0;
   std::memcpy(out->signature, r.signature, sizeof(out->signature));
-  return decode_payload(r, limits, out);
+  return decode_payload(r, limits, prompt_head, out);
 }
 
 size_t fill_text(zl_shm_response& r, uint64_t client_request_id, std::string_view text) {

@@ -37,7 +37,12 @@ struct WireRequest {
 void copy_request_out(const zl_shm_request& shared, zl_shm_request* local);
 
 // Validates a copied-out SUBMIT record (kind and client slot are the caller's).
-Status decode_submit(const zl_shm_request& record, const WireLimits& limits, WireRequest* out);
+// prompt_head: the prompt bytes its PROMPT_PART records brought (usually none).
+Status decode_submit(const zl_shm_request& record, const WireLimits& limits, std::string_view prompt_head,
+                     WireRequest* out);
+
+// The most prompt bytes PROMPT_PART records may bring for one request.
+uint64_t max_prompt_part_bytes(const WireLimits& limits, uint32_t prompt_kind);
 
 // Response records. Text beyond ZL_SHM_RESPONSE_TEXT_BYTES is the caller's to
 // send in TEXT records; these return how many bytes of `text` they took.

@@ -47,6 +47,16 @@ def test_chat_messages_render_through_the_template(client):
         client.generate([{"role": "wizard", "content": "x"}], max_new_tokens=1)
 
 
+def test_long_prompt_travels_in_parts(client):
+    # 16 stop strings of 800 bytes leave a 1000-token prompt (4000 bytes) no room
+    # in one record: it goes ahead in PROMPT_PART records, and generation is the same.
+    prompt = [3 + (i * 7919) % 250 for i in range(1000)]
+    whole = client.generate(prompt, max_new_tokens=6, temperature=0.0, ignore_eos=True)
+    parted = client.generate(prompt, max_new_tokens=6, temperature=0.0, ignore_eos=True, stop=["q" * 800] * 16)
+    assert parted.num_prompt_tokens == 1000
+    assert parted.tokens == whole.tokens and len(whole.tokens) == 6
+
+
 def test_streaming_text_prompt(client):
     events = list(client.stream("Hello from Python", max_new_tokens=5, temperature=0.0, ignore_eos=True))
     assert [e.kind for e in events].count(zl.RESPONSE_FINISH) == 1

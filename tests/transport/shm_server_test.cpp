@@ -167,6 +167,74 @@ TEST_F(ShmServerTest, MalformedRecordsAreRejected) {
   EXPECT_EQ(server_->stats().num_rejected, int64_t(std::size(cases)));
 }
 
+// A prompt that does not fit one record beside its stop strings travels in
+// PROMPT_PART records first: the tokens are those of the in-process path.
+TEST_F(ShmServerTest, LongPromptTravelsInPartsAndMatchesInProcess) {
+  std::vector<int32_t> prompt(1000);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(3 + (i * 7919) % 250);
+  auto sink = std::make_shared<CollectingSink>();
+  Request in_process;
+  in_process.prompt_ids = prompt;
+  in_process.sampling.temperature = 0.0f;
+  in_process.max_new_tokens = 8;
+  in_process.ignore_eos = true;
+  in_process.sink = sink;
+  ASSERT_TRUE(engine_->submit(std::move(in_process)).ok());
+  ASSERT_TRUE(sink->wait(10));
+
+  // 16 stop strings of 800 bytes leave 4000 prompt bytes no room in one record.
+  std::vector<std::string> stop_texts(ZL_SHM_MAX_STOP, std::string(800, 'q'));
+  std::vector<const char*> stops;
+  for (const std::string& t : stop_texts) stops.push_back(t.c_str());
+  zl_request request = greedy_request(prompt, 8);
+  request.stop = stops.data();
+  request.num_stop = uint32_t(stops.size());
+  uint64_t id = 0;
+  ASSERT_EQ(zl_client_submit(client_, &request, &id), ZL_OK) << zl_client_last_error(client_);
+  ShmResult result = read_until_terminal(client_, id);
+  ASSERT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_FINISH)) << std::string(result.terminal.text, result.terminal.text_bytes);
+  EXPECT_EQ(result.terminal.num_prompt_tokens, 1000);
+  EXPECT_EQ(result.tokens, sink->tokens);
+}
+
+// Bad parts are answered once, by the SUBMIT's ERROR record, naming the field.
+TEST_F(ShmServerTest, BadPromptPartsGetOneErrorNamingTheField) {
+  auto part = [&](uint64_t id, uint32_t kind, uint32_t bytes) {
+    zl_shm_request r = raw_record(id);
+    r.kind = ZL_SHM_REQUEST_PROMPT_PART;
+    r.prompt_kind = kind;
+    r.payload_bytes = bytes;
+    std::memset(r.payload, 0, bytes);  // token id 0, over and over
+    ASSERT_EQ(zl_client_submit_raw(client_, &r), ZL_OK);
+  };
+  auto submit_expecting = [&](uint64_t id, uint32_t in_parts, const std::string& field) {
+    zl_shm_request r = raw_record(id);
+    r.prompt_bytes_in_parts = in_parts;
+    r.prompt_count = 2 + in_parts / 4;
+    ASSERT_EQ(zl_client_submit_raw(client_, &r), ZL_OK);
+    ShmResult result = read_until_terminal(client_, id);
+    EXPECT_EQ(result.num_terminal, 1);
+    EXPECT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_ERROR));
+    std::string message(result.terminal.text, result.terminal.text_bytes);
+    EXPECT_NE(message.find(field), std::string::npos) << message;
+  };
+  submit_expecting(1, 8, "prompt_bytes_in_parts");  // no parts came
+  part(2, ZL_SHM_PROMPT_TOKENS, 8);
+  part(2, ZL_SHM_PROMPT_TEXT, 8);
+  submit_expecting(2, 16, "prompt_kind");
+  part(3, ZL_SHM_PROMPT_TOKENS, ZL_SHM_REQUEST_PAYLOAD_BYTES);  // 1024-token context: 4096 bytes at most
+  submit_expecting(3, ZL_SHM_REQUEST_PAYLOAD_BYTES, "prompt parts exceed");
+  // The client goes on: a good request with a few parts' worth still works.
+  part(4, ZL_SHM_PROMPT_TOKENS, 40);
+  zl_shm_request ok = raw_record(4);
+  ok.prompt_bytes_in_parts = 40;
+  ok.prompt_count = 12;
+  ASSERT_EQ(zl_client_submit_raw(client_, &ok), ZL_OK);
+  ShmResult result = read_until_terminal(client_, 4);
+  EXPECT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_FINISH));
+  EXPECT_EQ(result.terminal.num_prompt_tokens, 12);
+}
+
 // The C client's chat messages travel as ZL_SHM_PROMPT_CHAT: the same tokens
 // as a record whose payload the test packs by the protocol's own words.
 TEST(ShmChatTest, CClientChatMessagesEqualAHandPackedChatRecord) {
