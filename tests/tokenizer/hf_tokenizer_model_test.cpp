@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "tokenizer_golden.h"
 #include "tokenizer/hf_tokenizer.h"
 
 namespace zl {
@@ -85,11 +86,7 @@ TEST_P(HfGoldenTest, MatchesTokenizersOnCorpus) {
 INSTANTIATE_TEST_SUITE_P(Shared, HfGoldenTest,
                          ::testing::Values("gpt2", "smollm2-135m-instruct", "pythia-70m", "phi-2", "falcon-7b",
                                            "llama-2", "mistral-7b-instruct-v0.3", "phi-3-mini-4k-instruct"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return name;
-                         });
+                         test::folder_test_name);
 
 // llama.cpp's ggml-vocab-*.gguf.inp/.out: strings separated by
 // "\n__ggml_vocab_test__\n", one line of ids (no bos) per string.

@@ -52,11 +52,7 @@ TEST_P(StreamPiecesTest, FastPathEqualsWindowedDecoding) {
 INSTANTIATE_TEST_SUITE_P(Shared, StreamPiecesTest,
                          ::testing::Values("gpt2", "smollm2-135m-instruct", "pythia-70m", "phi-2", "falcon-7b",
                                            "llama-2", "mistral-7b-instruct-v0.3", "phi-3-mini-4k-instruct"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return name;
-                         });
+                         test::folder_test_name);
 
 }  // namespace
 }  // namespace zl

@@ -2,6 +2,9 @@
 // README) and llama.cpp's ggml-vocab-*.gguf.{inp,out} pairs.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -11,6 +14,13 @@
 #include <nlohmann/json.hpp>
 
 namespace zl::test {
+
+// A gtest parameter name for a ../shared/tokenizers folder: "phi-2" -> "phi_2".
+inline std::string folder_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+}
 
 inline std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -32,6 +32,19 @@ class ShmServerTest : public ::testing::Test {
     engine_.reset();
   }
 
+  // The greedy tokens of `prompt` through the engine's own API (null on failure).
+  std::shared_ptr<CollectingSink> run_in_process(const std::vector<int32_t>& prompt, int32_t max_new_tokens) {
+    auto sink = std::make_shared<CollectingSink>();
+    Request in_process;
+    in_process.prompt_ids = prompt;
+    in_process.sampling.temperature = 0.0f;
+    in_process.max_new_tokens = max_new_tokens;
+    in_process.ignore_eos = true;
+    in_process.sink = sink;
+    if (!engine_->submit(std::move(in_process)).ok() || !sink->wait(10)) return nullptr;
+    return sink;
+  }
+
   // A well-formed raw SUBMIT record for this client.
   zl_shm_request raw_record(uint64_t id) {
     zl_shm_request r;
@@ -60,15 +73,8 @@ class ShmServerTest : public ::testing::Test {
 
 TEST_F(ShmServerTest, GreedyTokensMatchInProcess) {
   std::vector<int32_t> prompt = {1, 17, 42, 99, 7, 3};
-  auto sink = std::make_shared<CollectingSink>();
-  Request in_process;
-  in_process.prompt_ids = prompt;
-  in_process.sampling.temperature = 0.0f;
-  in_process.max_new_tokens = 24;
-  in_process.ignore_eos = true;
-  in_process.sink = sink;
-  ASSERT_TRUE(engine_->submit(std::move(in_process)).ok());
-  ASSERT_TRUE(sink->wait(10));
+  std::shared_ptr<CollectingSink> sink = run_in_process(prompt, 24);
+  ASSERT_NE(sink, nullptr);
 
   zl_request request = greedy_request(prompt, 24);
   uint64_t id = 0;
@@ -172,15 +178,8 @@ TEST_F(ShmServerTest, MalformedRecordsAreRejected) {
 TEST_F(ShmServerTest, LongPromptTravelsInPartsAndMatchesInProcess) {
   std::vector<int32_t> prompt(1000);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(3 + (i * 7919) % 250);
-  auto sink = std::make_shared<CollectingSink>();
-  Request in_process;
-  in_process.prompt_ids = prompt;
-  in_process.sampling.temperature = 0.0f;
-  in_process.max_new_tokens = 8;
-  in_process.ignore_eos = true;
-  in_process.sink = sink;
-  ASSERT_TRUE(engine_->submit(std::move(in_process)).ok());
-  ASSERT_TRUE(sink->wait(10));
+  std::shared_ptr<CollectingSink> sink = run_in_process(prompt, 8);
+  ASSERT_NE(sink, nullptr);
 
   // 16 stop strings of 800 bytes leave 4000 prompt bytes no room in one record.
   std::vector<std::string> stop_texts(ZL_SHM_MAX_STOP, std::string(800, 'q'));
