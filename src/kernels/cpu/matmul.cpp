@@ -72,7 +72,7 @@ namespace {
 // Quantized activations, reused across calls (sized for the largest seen).
 struct ActScratch {
   std::vector<int8_t> q;
-  std::vector<float> d, ds, dv, cv;
+  std::vector<float> d, ds;
 };
 
 // Rows per cache block: the weight rows one token sweep re-reads stay in L2
@@ -113,18 +113,6 @@ void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<cons
     in.xq = scratch.q.data();
     in.xd = scratch.d.data();
     in.xds = scratch.ds.data();
-    if (isa == Isa::kAvx512) {
-      // 16 floats per pair of blocks (see MatmulInput).
-      const int64_t num_blocks = cols / 32, spread = num_tokens * (num_blocks + 1) / 2 * 16;
-      if (static_cast<int64_t>(scratch.dv.size()) < spread) {
-        scratch.dv.resize(static_cast<size_t>(spread));
-        scratch.cv.resize(static_cast<size_t>(spread));
-      }
-      spread_block_pairs(scratch.d.data(), num_tokens, num_blocks, 1.0f, scratch.dv.data());
-      spread_block_pairs(scratch.ds.data(), num_tokens, num_blocks, 16.0f, scratch.cv.data());
-      in.xdv = scratch.dv.data();
-      in.xcv = scratch.cv.data();
-    }
   }
 
   // Rows [begin, end) of the targets laid end to end.

@@ -15,10 +15,6 @@ struct MatmulInput {
   const int8_t* xq = nullptr;  // [num_tokens, cols] int8 (quantized formats)
   const float* xd = nullptr;   // [num_tokens, cols / 32] block scales
   const float* xds = nullptr;  // [num_tokens, cols / 32] scale * sum(q) per block
-  // AVX-512 only: xd and 16 * xds as spread_block_pairs lays them out
-  // ([num_tokens, ceil(cols / 64), 16]), loaded whole instead of shuffled.
-  const float* xdv = nullptr;
-  const float* xcv = nullptr;
   int64_t num_tokens = 0;
   int64_t cols = 0;
 };
@@ -31,6 +27,7 @@ TileKernel tile_kernel(Isa isa, DType dtype);
 TileKernel tile_kernel_scalar(DType dtype);
 TileKernel tile_kernel_avx2(DType dtype);
 TileKernel tile_kernel_avx512(DType dtype);
+TileKernel tile_kernel_avx512_quant(DType dtype);  // Q8_0, Q4_0, I8
 
 inline bool dtype_is_quantized(DType d) { return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8; }
 

@@ -77,18 +77,4 @@ void quantize_activations(const float* x, int64_t num_rows, int64_t n, int8_t* q
   }
 }
 
-void spread_block_pairs(const float* v, int64_t num_rows, int64_t num_blocks, float factor, float* out) {
-  const int64_t pairs = (num_blocks + 1) / 2;
-  for (int64_t r = 0; r < num_rows; ++r) {
-    for (int64_t p = 0; p < pairs; ++p, out += 16) {
-      const float lo = factor * v[r * num_blocks + 2 * p];
-      const float hi = 2 * p + 1 < num_blocks ? factor * v[r * num_blocks + 2 * p + 1] : 0.0f;
-      for (int j = 0; j < 8; ++j) {
-        out[j] = lo;
-        out[8 + j] = hi;
-      }
-    }
-  }
-}
-
 }  // namespace zl::cpu

@@ -23,9 +23,4 @@ float quantize_row_i8(const float* src, int8_t* dst, int64_t n);
 //   implementation gives the same bytes.
 void quantize_activations(const float* x, int64_t num_rows, int64_t n, int8_t* q, float* d, float* ds);
 
-// Per-block values [num_rows, num_blocks] laid out as the AVX-512 kernels'
-// registers hold two blocks: out [num_rows, ceil(num_blocks / 2), 16], lanes
-// 0-7 = factor * v[2p], lanes 8-15 = factor * v[2p + 1] (0 past the end).
-void spread_block_pairs(const float* v, int64_t num_rows, int64_t num_blocks, float factor, float* out);
-
 }  // namespace zl::cpu

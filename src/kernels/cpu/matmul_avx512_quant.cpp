@@ -1,0 +1,265 @@
+// AVX-512 VNNI tile kernels for the quantized formats (Q8_0, Q4_0, I8),
+// row-interleaved: each vector lane belongs to one of 16 weight rows, so a
+// block's scale multiplies 16 rows at once and no horizontal sum is needed.
+//
+// For 16 rows and one block b of 32 columns, v[k] (k = 0..7) holds in lane i
+// the unsigned codes of elements 4k..4k+3 of row i; vpdpbusd with the
+// activation's 4 codes of those elements broadcast gives, after the 8 k, the
+// exact integer dot of each row's block with the token's block:
+//   D_i = sum_j u_ij * q_j,  u = code + 128 (Q8_0, I8: top bit flipped;
+//   Q4_0: 16 * stored nibble = 16 * code + 128, its scale divided by 16, exact),
+//   so sum_j code_ij * q_j = D_i - 128 * sum_j q_j, and per block
+//   acc_i += d_w,i * (d_x * float(D_i) - 128 * d_x * sum(q))   (I8: no d_w;
+//   its row scale multiplies the sum at the end).
+// Rows come either straight from the stored blocks, transposed in registers
+// (decode: each byte is read once), or from a panel of 32 rows transposed
+// once and read by every token tile (prefill). Both give the same v[k] and scales and run the
+// same instructions per output, so a row's result does not depend on the
+// batch, the tile or the thread split.
+// GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/matmul_kernels.h"
+
+#define ZL_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,fma,f16c")))
+
+namespace zl::cpu {
+namespace {
+
+constexpr int kGroup = 16;  // rows per vector
+
+template <DType D>
+constexpr int64_t kBlockBytes = D == DType::kQ8_0 ? 34 : D == DType::kQ4_0 ? 18 : 32;
+
+// 8 x 8 transpose of 32-bit words in each 256-bit half: r[j] holds row j in
+// its low half and row j + 8 in its high half; out[k] lane i = word k of row i.
+ZL_AVX512 inline void transpose_8x8_halves(const __m512i* r, __m512i* out) {
+  __m512i t[8], u[8];
+  for (int j = 0; j < 8; j += 2) {
+    t[j] = _mm512_unpacklo_epi32(r[j], r[j + 1]);
+    t[j + 1] = _mm512_unpackhi_epi32(r[j], r[j + 1]);
+  }
+  for (int j = 0; j < 8; j += 4) {
+    u[j] = _mm512_unpacklo_epi64(t[j], t[j + 2]);
+    u[j + 1] = _mm512_unpackhi_epi64(t[j], t[j + 2]);
+    u[j + 2] = _mm512_unpacklo_epi64(t[j + 1], t[j + 3]);
+    u[j + 3] = _mm512_unpackhi_epi64(t[j + 1], t[j + 3]);
+  }
+  // u[k] (rows 0-3 | 8-11) and u[k + 4] (rows 4-7 | 12-15): 128-bit lanes
+  // 0, 2 hold word k, lanes 1, 3 word k + 4.
+  const __m512i lo = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+  const __m512i hi = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+  for (int k = 0; k < 4; ++k) {
+    out[k] = _mm512_permutex2var_epi64(u[k], lo, u[k + 4]);
+    out[k + 4] = _mm512_permutex2var_epi64(u[k], hi, u[k + 4]);
+  }
+}
+
+// Block b of 16 rows (row[i]: the start of row i): v[0..7] and the block scales.
+template <DType D>
+ZL_AVX512 inline void load_block(const uint8_t* const* row, __m512i scale_offsets, int64_t b, __m512i* v,
+                                 __m512* dw) {
+  const int64_t at = b * kBlockBytes<D>;
+  const int64_t codes = D == DType::kI8 ? 0 : 2;  // the f16 scale opens Q8_0 / Q4_0 blocks
+  if constexpr (D == DType::kQ4_0) {
+    // Byte j holds element j (low nibble) and element j + 16 (high nibble):
+    // 16 bytes a row, 4 rows a vector (row j + 4L in 128-bit lane L), then a
+    // 4 x 4 transpose of words per lane gives w[m] lane i = bytes 4m..4m+3 of row i.
+    __m512i z[4], t[4], w[4];
+    for (int j = 0; j < 4; ++j) {
+      __m512i a = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[j] + at + codes)));
+      a = _mm512_inserti32x4(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[j + 4] + at + codes)), 1);
+      a = _mm512_inserti32x4(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[j + 8] + at + codes)), 2);
+      z[j] = _mm512_inserti32x4(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[j + 12] + at + codes)), 3);
+    }
+    t[0] = _mm512_unpacklo_epi32(z[0], z[1]);
+    t[1] = _mm512_unpackhi_epi32(z[0], z[1]);
+    t[2] = _mm512_unpacklo_epi32(z[2], z[3]);
+    t[3] = _mm512_unpackhi_epi32(z[2], z[3]);
+    w[0] = _mm512_unpacklo_epi64(t[0], t[2]);
+    w[1] = _mm512_unpackhi_epi64(t[0], t[2]);
+    w[2] = _mm512_unpacklo_epi64(t[1], t[3]);
+    w[3] = _mm512_unpackhi_epi64(t[1], t[3]);
+    const __m512i high = _mm512_set1_epi8(static_cast<char>(0xf0));
+    for (int m = 0; m < 4; ++m) {
+      v[m] = _mm512_and_si512(_mm512_slli_epi32(w[m], 4), high);
+      v[m + 4] = _mm512_and_si512(w[m], high);
+    }
+  } else {
+    __m512i r[8];
+    for (int j = 0; j < 8; ++j)
+      r[j] = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[j] + at + codes))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[j + 8] + at + codes)), 1);
+    transpose_8x8_halves(r, v);
+    const __m512i top = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int k = 0; k < 8; ++k) v[k] = _mm512_xor_si512(v[k], top);
+  }
+  if constexpr (D != DType::kI8) {
+    // The gather reads each scale with the 2 code bytes after it.
+    *dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_offsets, row[0] + at, 1)));
+    if constexpr (D == DType::kQ4_0) *dw = _mm512_mul_ps(*dw, _mm512_set1_ps(1.0f / 16.0f));
+  }
+}
+
+// Rows read from the stored blocks; rows past the end repeat the last row.
+template <DType D>
+struct StoredRows {
+  const uint8_t* row[kGroup];
+  __m512i scale_offsets;  // row i's offset from row 0, bytes
+  ZL_AVX512 StoredRows(const WeightMatrix& w, int64_t r0, int64_t row_end) {
+    const int64_t last = std::min<int64_t>(kGroup, row_end - r0) - 1;
+    for (int i = 0; i < kGroup; ++i) row[i] = w.row(r0 + std::min<int64_t>(i, last));
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    scale_offsets = _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(static_cast<int>(last))),
+                                       _mm512_set1_epi32(static_cast<int>(w.row_bytes())));
+  }
+  template <int T>
+  ZL_AVX512 void block(int64_t b, __m512i* v, __m512* dw) const {
+    // Decoding reads 16 short streams; start each one 4 blocks ahead.
+    if constexpr (T < 4)
+      for (int i = 0; i < kGroup; ++i)
+        _mm_prefetch(reinterpret_cast<const char*>(row[i] + (b + 4) * kBlockBytes<D>), _MM_HINT_T0);
+    load_block<D>(row, scale_offsets, b, v, dw);
+  }
+};
+
+// A panel entry per block: v[0..7] then the scales, 9 x 64 bytes.
+constexpr int64_t kPanelEntry = 9 * 64;
+
+struct PanelRows {
+  const uint8_t* blocks;  // this group's [num_blocks, kPanelEntry]
+  template <int T>
+  ZL_AVX512 void block(int64_t b, __m512i* v, __m512* dw) const {
+    const uint8_t* e = blocks + b * kPanelEntry;
+    for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(e + 64 * k);
+    *dw = _mm512_load_ps(e + 8 * 64);
+  }
+};
+
+// G groups of 16 rows (src[g]) from row r0 on x tokens t0.. t0+T-1.
+template <DType D, int G, int T, class Src>
+ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t row_end,
+                     int64_t t0, float* y, int64_t ldy) {
+  const int64_t n = in.cols, num_blocks = n / 32;
+  __m512 acc[G][T];
+  for (int g = 0; g < G; ++g)
+    for (int t = 0; t < T; ++t) acc[g][t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    __m512i v[G][8];
+    __m512 dw[G];
+    for (int g = 0; g < G; ++g) src[g].template block<T>(b, v[g], &dw[g]);
+    for (int t = 0; t < T; ++t) {
+      const int64_t tok = t0 + t;
+      const uint8_t* xq = reinterpret_cast<const uint8_t*>(in.xq + tok * n + b * 32);
+      const __m512 dx = _mm512_set1_ps(in.xd[tok * num_blocks + b]);
+      const __m512 cx = _mm512_set1_ps(128.0f * in.xds[tok * num_blocks + b]);
+      for (int g = 0; g < G; ++g) {
+        // Two integer chains (exact: the order of integer sums does not matter).
+        __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+        for (int k = 0; k < 8; k += 2) {
+          int32_t x0, x1;
+          std::memcpy(&x0, xq + 4 * k, 4);
+          std::memcpy(&x1, xq + 4 * k + 4, 4);
+          d0 = _mm512_dpbusd_epi32(d0, v[g][k], _mm512_set1_epi32(x0));
+          d1 = _mm512_dpbusd_epi32(d1, v[g][k + 1], _mm512_set1_epi32(x1));
+        }
+        __m512 f = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), dx, cx);
+        acc[g][t] = D == DType::kI8 ? _mm512_add_ps(acc[g][t], f) : _mm512_fmadd_ps(dw[g], f, acc[g][t]);
+      }
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    const int64_t rg = r0 + g * kGroup;
+    const __mmask16 m = static_cast<__mmask16>(row_end - rg >= kGroup ? 0xffff : (1u << (row_end - rg)) - 1);
+    const __m512 row_scale = D == DType::kI8 ? _mm512_maskz_loadu_ps(m, w.scales + rg) : _mm512_set1_ps(1.0f);
+    for (int t = 0; t < T; ++t)
+      _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rg, m, _mm512_mul_ps(acc[g][t], row_scale));
+  }
+}
+
+// Rows [row_begin, row_end) x tokens t0.. t0+T-1; panel: nullptr, or the
+// transposed rows from row_begin on ([groups, num_blocks, kPanelEntry]).
+template <DType D, int T>
+ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                               int64_t t0, float* y, int64_t ldy, const uint8_t* panel) {
+  const int64_t entry_bytes = in.cols / 32 * kPanelEntry;
+  auto run = [&]<int G>(int64_t r0) {
+    if (panel != nullptr) {
+      PanelRows src[G];
+      for (int g = 0; g < G; ++g) src[g].blocks = panel + ((r0 - row_begin) / kGroup + g) * entry_bytes;
+      micro<D, G, T>(src, w, in, r0, row_end, t0, y, ldy);
+    } else if constexpr (G == 2) {
+      const StoredRows<D> src[2] = {StoredRows<D>(w, r0, row_end), StoredRows<D>(w, r0 + kGroup, row_end)};
+      micro<D, G, T>(src, w, in, r0, row_end, t0, y, ldy);
+    } else {
+      const StoredRows<D> src[1] = {StoredRows<D>(w, r0, row_end)};
+      micro<D, G, T>(src, w, in, r0, row_end, t0, y, ldy);
+    }
+  };
+  int64_t r = row_begin;
+  for (; r + 2 * kGroup <= row_end; r += 2 * kGroup) run.template operator()<2>(r);
+  for (; r < row_end; r += kGroup) run.template operator()<1>(r);
+}
+
+template <DType D>
+ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                           float* y, int64_t ldy, const uint8_t* panel) {
+  int64_t t = 0;
+  for (; t + 4 <= in.num_tokens; t += 4) rows_for_tokens<D, 4>(w, in, row_begin, row_end, t, y, ldy, panel);
+  switch (in.num_tokens - t) {
+    case 3: return rows_for_tokens<D, 3>(w, in, row_begin, row_end, t, y, ldy, panel);
+    case 2: return rows_for_tokens<D, 2>(w, in, row_begin, row_end, t, y, ldy, panel);
+    case 1: return rows_for_tokens<D, 1>(w, in, row_begin, row_end, t, y, ldy, panel);
+    default: return;
+  }
+}
+
+// From this many tokens on, rows are transposed once into a panel of 32 rows
+// (576 bytes per 16 rows and block) that every token tile reads.
+constexpr int64_t kPanelMinTokens = 8;
+constexpr int64_t kPanelRows = 2 * kGroup;
+
+template <DType D>
+ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
+                    int64_t ldy) {
+  if (in.num_tokens < kPanelMinTokens) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+  const int64_t num_blocks = in.cols / 32;
+  thread_local std::vector<uint8_t> storage;
+  storage.resize(static_cast<size_t>(kPanelRows / kGroup * num_blocks * kPanelEntry + 64));
+  uint8_t* panel = storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);  // 64-byte aligned
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanelRows) {
+    const int64_t r1 = std::min(row_end, r0 + kPanelRows);
+    for (int64_t g = 0; r0 + g * kGroup < r1; ++g) {
+      const StoredRows<D> src(w, r0 + g * kGroup, r1);
+      for (int64_t b = 0; b < num_blocks; ++b) {
+        uint8_t* e = panel + (g * num_blocks + b) * kPanelEntry;
+        __m512i v[8];
+        __m512 dw = _mm512_setzero_ps();
+        load_block<D>(src.row, src.scale_offsets, b, v, &dw);
+        for (int k = 0; k < 8; ++k) _mm512_store_si512(e + 64 * k, v[k]);
+        _mm512_store_ps(e + 8 * 64, dw);
+      }
+    }
+    token_tiles<D>(w, in, r0, r1, y, ldy, panel);
+  }
+}
+
+}  // namespace
+
+TileKernel tile_kernel_avx512_quant(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0: return tile<DType::kQ8_0>;
+    case DType::kQ4_0: return tile<DType::kQ4_0>;
+    case DType::kI8: return tile<DType::kI8>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace zl::cpu
