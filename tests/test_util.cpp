@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,19 +60,16 @@ std::string write_temp_file(const std::string& name, const std::string& bytes) {
   return path;
 }
 
-CommandResult run_cli(const std::vector<std::string>& args, const std::string& input) {
-  static int counter = 0;
-  std::string base = temp_dir() + "/cli" + std::to_string(counter++);
-  std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
-  {
-    std::ofstream in(in_path, std::ios::binary);
-    in << input;
-  }
+namespace {
+
+// Forks and execs the CLI with stdin, stdout and stderr on the given files.
+pid_t spawn_cli(const std::vector<std::string>& args, const std::string& in_path, const std::string& out_path,
+                const std::string& err_path) {
   pid_t pid = fork();
   if (pid == 0) {
     int in_fd = open(in_path.c_str(), O_RDONLY);
     int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err_fd = err_path == out_path ? out_fd : open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(in_fd, 0);
     dup2(out_fd, 1);
     dup2(err_fd, 2);
@@ -84,6 +82,24 @@ CommandResult run_cli(const std::vector<std::string>& args, const std::string& i
     execv(exe.c_str(), argv.data());
     _exit(127);
   }
+  return pid;
+}
+
+std::string next_base() {
+  static int counter = 0;
+  return temp_dir() + "/cli" + std::to_string(counter++);
+}
+
+}  // namespace
+
+CommandResult run_cli(const std::vector<std::string>& args, const std::string& input) {
+  std::string base = next_base();
+  std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
+  {
+    std::ofstream in(in_path, std::ios::binary);
+    in << input;
+  }
+  pid_t pid = spawn_cli(args, in_path, out_path, err_path);
   int status = 0;
   waitpid(pid, &status, 0);
   CommandResult r;
@@ -91,6 +107,25 @@ CommandResult run_cli(const std::vector<std::string>& args, const std::string& i
   r.out = read_all(out_path);
   r.err = read_all(err_path);
   return r;
+}
+
+CliProcess::CliProcess(const std::vector<std::string>& args) {
+  output_path_ = next_base() + ".log";
+  pid_ = spawn_cli(args, "/dev/null", output_path_, output_path_);
+}
+
+CliProcess::~CliProcess() { stop(); }
+
+std::string CliProcess::output() const { return read_all(output_path_); }
+
+int CliProcess::stop() {
+  if (pid_ <= 0) return exit_code_;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return exit_code_;
 }
 
 }  // namespace zl::test

@@ -24,4 +24,21 @@ struct CommandResult {
 // Runs the zerolayer binary with args (no shell), feeding `input` on stdin.
 CommandResult run_cli(const std::vector<std::string>& args, const std::string& input = "");
 
+// The CLI left running in the background (e.g. `serve`), stdout and stderr
+// into one log; stopped with SIGTERM and reaped at destruction at the latest.
+class CliProcess {
+ public:
+  explicit CliProcess(const std::vector<std::string>& args);
+  ~CliProcess();
+  CliProcess(const CliProcess&) = delete;
+  CliProcess& operator=(const CliProcess&) = delete;
+  std::string output() const;  // the log so far
+  int stop();                  // SIGTERM, wait; the exit code (128 + signal if killed)
+
+ private:
+  std::string output_path_;
+  int pid_ = -1;
+  int exit_code_ = -1;
+};
+
 }  // namespace zl::test

@@ -16,5 +16,6 @@ Command add_tokenize_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_monitor_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 
 }  // namespace zl::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(zl::cli::add_convert_command);
   add(zl::cli::add_serve_command);
   add(zl::cli::add_monitor_command);
+  add(zl::cli::add_bench_command);
   CLI11_PARSE(app, argc, argv);
   for (auto& [sub, run] : commands)
     if (sub->parsed()) return run();
