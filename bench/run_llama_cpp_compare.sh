@@ -4,6 +4,7 @@
 # decode_bench on the same GGUF files, same thread count.
 #
 #   bench/run_llama_cpp_compare.sh build              # download + build into $LCP_DIR
+#                                                     # (LLAMA_TARGETS="llama-server" for the server)
 #   bench/run_llama_cpp_compare.sh run FILE.gguf ...  # llama-bench -p 512 -n 128 -t 2 -r 3 -o jsonl
 #
 # Write the GGUF files first, e.g.
@@ -11,6 +12,7 @@
 set -euo pipefail
 LCP_DIR=${LCP_DIR:-/tmp/lcp}
 THREADS=${THREADS:-2}
+LLAMA_TARGETS=${LLAMA_TARGETS:-llama-bench}
 case "${1:-}" in
   build)
     mkdir -p "$LCP_DIR"
@@ -22,8 +24,8 @@ case "${1:-}" in
     fi
     cmake -S "$LCP_DIR/src/vendor/llama.cpp" -B "$LCP_DIR/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DGGML_NATIVE=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-      -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF
-    cmake --build "$LCP_DIR/build" -j"${JOBS:-2}" --target llama-bench
+      -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF
+    cmake --build "$LCP_DIR/build" -j"${JOBS:-2}" --target $LLAMA_TARGETS
     ;;
   run)
     shift

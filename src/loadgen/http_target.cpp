@@ -121,8 +121,18 @@ class HttpSession : public Session {
               {"ignore_eos", true}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
     if (request.prompt_ids.empty()) body["prompt"] = request.prompt_text;
     else body["prompt"] = request.prompt_ids;
+    const std::string payload = body.dump();
+    const bool reused = stream_.has_value();
     beast::error_code ec;
-    std::string error = exchange(body.dump(), request, result, ec);
+    std::string error = exchange(payload, request, result, ec);
+    if (ec && reused && !response_started_) {
+      // The server closed the idle keep-alive connection (llama-server does):
+      // send again on a fresh one, timing from the new send.
+      stream_.reset();
+      *result = RequestResult{};
+      ec = {};
+      error = exchange(payload, request, result, ec);
+    }
     if (ec) error = "HTTP: " + ec.message();
     if (!error.empty()) {
       result->success = false;
@@ -163,6 +173,7 @@ class HttpSession : public Session {
     tcp::resolver resolver(io_);
     auto endpoints = resolver.resolve(url_.host, url_.port, ec);
     if (ec) return false;
+    buffer_.clear();  // bytes of a previous connection
     stream_.emplace(io_);
     stream_->expires_after(kIoTimeout);
     stream_->connect(endpoints, ec);
@@ -179,6 +190,7 @@ class HttpSession : public Session {
                        beast::error_code& ec) {
     StreamState s;
     s.sent = Clock::now();  // TTFT and E2E include connecting, as vLLM's client does
+    response_started_ = false;
     if (!connect(ec)) return "";
     http::request<http::string_body> req{http::verb::post, url_.prefix + config_.endpoint, 11};
     set_headers(req);
@@ -192,6 +204,7 @@ class HttpSession : public Session {
     parser.body_limit(boost::none);
     http::read_header(*stream_, buffer_, parser, ec);
     if (ec) return "";
+    response_started_ = true;
     const int status = parser.get().result_int();
     std::string pending;
     char chunk[16384];
@@ -231,6 +244,7 @@ class HttpSession : public Session {
   net::io_context io_;
   std::optional<beast::tcp_stream> stream_;
   beast::flat_buffer buffer_;
+  bool response_started_ = false;  // the last exchange got a status line back
 };
 
 class HttpTarget : public Target {

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Side by side under load: `zerolayer serve` and llama.cpp's `llama-server`
+# serving the same GGUF weights with the same thread count, each driven by
+# `zerolayer bench` over HTTP with the same workload and request rates, one
+# engine after the other, ROUNDS times alternating. Writes into $OUT_DIR:
+#   <engine>.r<N>.json  zerolayer bench results     comparison.md / .json  the table
+#   comparison.png      latency/throughput plots    *.log                  server logs
+#
+#   bench/compare_llama_server.sh            # defaults below; env vars override
+#
+# llama-server is built from the llama-cpp-python sdist on PyPI by
+# bench/run_llama_cpp_compare.sh build (LLAMA_TARGETS includes llama-server).
+# vLLM: set VLLM_NOTE to say why it was not run (see bench/results/README.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ZL=${ZL:-build/zerolayer}
+LCP_DIR=${LCP_DIR:-/tmp/lcp}
+LLAMA_SERVER=${LLAMA_SERVER:-$LCP_DIR/build/bin/llama-server}
+PYTHON=${PYTHON:-/work/devenv/loadgen-venv/bin/python}
+MODEL=${MODEL:-dummy:llama-110m}
+DTYPE=${DTYPE:-f16}
+GGUF=${GGUF:-/tmp/zl-compare-$(echo "$MODEL" | tr ':' '-').$DTYPE.gguf}
+THREADS=${THREADS:-2}
+RATES=${RATES:-0.5,1,2,4,inf}
+NUM_PROMPTS=${NUM_PROMPTS:-32}
+INPUT_LEN=${INPUT_LEN:-128}
+OUTPUT_LEN=${OUTPUT_LEN:-32}
+SLOTS=${SLOTS:-16}          # llama-server --parallel; zerolayer batches up to --max-num-seqs
+ROUNDS=${ROUNDS:-1}
+PORT=${PORT:-18431}
+OUT_DIR=${OUT_DIR:-bench/results/llama_server}
+VLLM_NOTE=${VLLM_NOTE:-not run}
+mkdir -p "$OUT_DIR"
+
+[ -x "$LLAMA_SERVER" ] || LLAMA_TARGETS="llama-server" bench/run_llama_cpp_compare.sh build
+[ -f "$GGUF" ] || "$ZL" convert --model "$MODEL" --dtype "$DTYPE" --out "$GGUF"
+
+server_pid=
+stop_server() {
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=
+  fi
+}
+trap stop_server EXIT
+
+wait_healthy() {
+  for _ in $(seq 1 600); do
+    if curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then return 0; fi
+    kill -0 "$server_pid" 2>/dev/null || { echo "server exited; see its log" >&2; return 1; }
+    sleep 0.2
+  done
+  echo "server never became healthy" >&2
+  return 1
+}
+
+start_engine() {  # engine log
+  case "$1" in
+    zerolayer)
+      "$ZL" serve --model "$GGUF" --port "$PORT" --threads "$THREADS" --shm-name "" \
+        --served-model-name model > "$2" 2>&1 &
+      ;;
+    llama-server)
+      # Context = slots x (prompt + output + slack): every slot can hold a request.
+      "$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -tb "$THREADS" -np "$SLOTS" \
+        -c $((SLOTS * (INPUT_LEN * 2 + OUTPUT_LEN * 2 + 16))) --alias model > "$2" 2>&1 &
+      ;;
+  esac
+  server_pid=$!
+  wait_healthy
+}
+
+for round in $(seq 1 "$ROUNDS"); do
+  for engine in zerolayer llama-server; do
+    log="$OUT_DIR/$engine.r$round.log"
+    start_engine "$engine" "$log"
+    echo "== $engine round $round ($(uptime))" >&2
+    uptime > "$OUT_DIR/$engine.r$round.uptime"
+    "$ZL" bench --base-url "http://127.0.0.1:$PORT" --model model --label "$engine" \
+      --request-rate "$RATES" --num-prompts "$NUM_PROMPTS" --random-input-len "$INPUT_LEN" \
+      --random-output-len "$OUTPUT_LEN" --seed "$round" --result-file "$OUT_DIR/$engine.r$round.json" \
+      | tee "$OUT_DIR/$engine.r$round.md"
+    uptime >> "$OUT_DIR/$engine.r$round.uptime"
+    stop_server
+  done
+done
+
+"$PYTHON" bench/compare_table.py --out "$OUT_DIR/comparison" --vllm-note "$VLLM_NOTE" \
+  --setup "model $MODEL as $DTYPE GGUF ($GGUF), $THREADS threads each, llama-server -np $SLOTS" \
+  "$OUT_DIR"/*.r*.json
+"$PYTHON" bench/plot_bench.py "$OUT_DIR"/*.r1.json --out "$OUT_DIR/comparison.png" \
+  --title "$MODEL $DTYPE, $THREADS threads, in $INPUT_LEN / out $OUTPUT_LEN tokens"
+echo "wrote $OUT_DIR/comparison.md" >&2
