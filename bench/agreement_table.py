@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Compares `zerolayer bench` with aiperf on one server and workload (files
 written by bench/compare_external_loadgen.sh): per round and as the median
-over rounds, mean/P50/P95 TTFT, output tokens/s and requests/s as each tool
-measured them, and the relative difference (zerolayer bench / aiperf - 1).
+over rounds (and pooled: all requests, tokens and time of every round), mean/
+P50/P95 TTFT, output tokens/s and requests/s as each tool measured them, and the relative difference (zerolayer bench / aiperf - 1).
 Writes OUT.md and OUT.json.
 """
 import argparse
@@ -41,6 +41,7 @@ def main():
     args = parser.parse_args()
 
     rows = []
+    zl_runs, ai_runs = {}, {}
     for r in range(1, args.rounds + 1):
         with open(os.path.join(args.dir, f"zerolayer-bench.r{r}.json")) as f:
             zl = json.load(f)
@@ -49,6 +50,7 @@ def main():
         exports += glob.glob(os.path.join(args.dir, f"aiperf.r{r}", "**", "profile_export_aiperf.json"), recursive=True)
         with open(next(p for p in exports if os.path.exists(p))) as f:
             ai = json.load(f)
+        zl_runs[r], ai_runs[r] = zl_run, ai
         load = ""
         uptime_path = os.path.join(args.dir, f"round{r}.uptime")
         if os.path.exists(uptime_path):
@@ -60,8 +62,29 @@ def main():
             diff = (z / a - 1.0) if a else None
             rows.append({"round": r, "metric": name, "zerolayer_bench": z, "aiperf": a, "relative_difference": diff,
                          "load_average": load, "zerolayer_bench_command": zl["command"]})
+    # Pooled over rounds: mean TTFT weighted by requests, throughput as all
+    # tokens (requests) over all the time measured; percentiles do not pool.
+    pooled = {"zl": [0.0, 0, 0, 0.0], "ai": [0.0, 0, 0, 0.0]}  # ttft sum, requests, tokens, seconds
+    for r in range(1, args.rounds + 1):
+        zl_run = zl_runs[r]
+        pooled["zl"][0] += zl_run["mean_ttft_ms"] * zl_run["completed"]
+        pooled["zl"][1] += zl_run["completed"]
+        pooled["zl"][2] += zl_run["total_output_tokens"]
+        pooled["zl"][3] += zl_run["duration"]
+        ai = ai_runs[r]
+        n = aiperf_value(ai, "request_count", "avg")
+        pooled["ai"][0] += aiperf_value(ai, "time_to_first_token", "avg") * n
+        pooled["ai"][1] += n
+        pooled["ai"][2] += aiperf_value(ai, "total_output_tokens", "avg")
+        pooled["ai"][3] += aiperf_value(ai, "benchmark_duration", "avg")
+    z, a = pooled["zl"], pooled["ai"]
+    for name, zv, av in [("mean TTFT (ms)", z[0] / z[1], a[0] / a[1]), ("output tokens/s", z[2] / z[3], a[2] / a[3]),
+                         ("requests/s", z[1] / z[3], a[1] / a[3])]:
+        rows.append({"round": "all", "metric": name, "zerolayer_bench": zv, "aiperf": av,
+                     "relative_difference": zv / av - 1.0, "load_average": "", "zerolayer_bench_command": ""})
     for name, *_ in METRICS:  # the median over rounds of each tool's figure
-        of = [row for row in rows if row["metric"] == name and row["aiperf"] is not None]
+        of = [row for row in rows
+              if row["metric"] == name and isinstance(row["round"], int) and row["aiperf"] is not None]
         if len(of) > 1:
             z = statistics.median(row["zerolayer_bench"] for row in of)
             a = statistics.median(row["aiperf"] for row in of)

@@ -7,6 +7,7 @@
 #   comparison.png      latency/throughput plots    *.log                  server logs
 #
 #   bench/compare_llama_server.sh            # defaults below; env vars override
+#   RATES=0.8,1.6 FIRST_ROUND=2 bench/compare_llama_server.sh   # more rates, same table
 #
 # llama-server is built from the llama-cpp-python sdist on PyPI by
 # bench/run_llama_cpp_compare.sh build (LLAMA_TARGETS includes llama-server).
@@ -27,6 +28,7 @@ INPUT_LEN=${INPUT_LEN:-128}
 OUTPUT_LEN=${OUTPUT_LEN:-32}
 SLOTS=${SLOTS:-16}          # llama-server --parallel; zerolayer batches up to --max-num-seqs
 ROUNDS=${ROUNDS:-1}
+FIRST_ROUND=${FIRST_ROUND:-1}   # >1 adds rounds (e.g. other RATES) beside earlier ones
 PORT=${PORT:-18431}
 OUT_DIR=${OUT_DIR:-bench/results/llama_server}
 VLLM_NOTE=${VLLM_NOTE:-not run}
@@ -55,23 +57,25 @@ wait_healthy() {
   return 1
 }
 
-start_engine() {  # engine log
+start_engine() {  # engine log: starts it, writes its command line beside the log
+  local cmd
   case "$1" in
     zerolayer)
-      "$ZL" serve --model "$GGUF" --port "$PORT" --threads "$THREADS" --shm-name "" \
-        --served-model-name model > "$2" 2>&1 &
+      cmd=("$ZL" serve --model "$GGUF" --port "$PORT" --threads "$THREADS" --shm-name "" --served-model-name model)
       ;;
     llama-server)
       # Context = slots x (prompt + output + slack): every slot can hold a request.
-      "$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -tb "$THREADS" -np "$SLOTS" \
-        -c $((SLOTS * (INPUT_LEN * 2 + OUTPUT_LEN * 2 + 16))) --alias model > "$2" 2>&1 &
+      cmd=("$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -tb "$THREADS" -np "$SLOTS"
+           -c $((SLOTS * (INPUT_LEN * 2 + OUTPUT_LEN * 2 + 16))) --alias model)
       ;;
   esac
+  printf "%q " "${cmd[@]}" > "${2%.log}.server-cmd"
+  "${cmd[@]}" > "$2" 2>&1 &
   server_pid=$!
   wait_healthy
 }
 
-for round in $(seq 1 "$ROUNDS"); do
+for round in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
   for engine in zerolayer llama-server; do
     log="$OUT_DIR/$engine.r$round.log"
     start_engine "$engine" "$log"
@@ -87,8 +91,8 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 "$PYTHON" bench/compare_table.py --out "$OUT_DIR/comparison" --vllm-note "$VLLM_NOTE" \
-  --setup "model $MODEL as $DTYPE GGUF ($GGUF), $THREADS threads each, llama-server -np $SLOTS" \
+  --setup "model $MODEL as $DTYPE GGUF ($GGUF), $THREADS threads each, llama-server -np $SLOTS; $NUM_PROMPTS requests per rate, $INPUT_LEN prompt tokens, $OUTPUT_LEN output tokens" \
   "$OUT_DIR"/*.r*.json
-"$PYTHON" bench/plot_bench.py "$OUT_DIR"/*.r1.json --out "$OUT_DIR/comparison.png" \
+"$PYTHON" bench/plot_bench.py "$OUT_DIR"/*.r*.json --out "$OUT_DIR/comparison.png" \
   --title "$MODEL $DTYPE, $THREADS threads, in $INPUT_LEN / out $OUTPUT_LEN tokens"
 echo "wrote $OUT_DIR/comparison.md" >&2

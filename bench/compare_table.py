@@ -8,7 +8,7 @@ and zerolayer's ratio to the best peer at each rate.
 
 Also records the machine (CPU model, cores, memory), the date, the load
 average beside each run (<result>.uptime, written by the runner) and the
-exact bench commands.
+exact server (<result>.server-cmd) and bench commands.
 """
 import argparse
 import datetime
@@ -44,6 +44,10 @@ def load(paths):
             data = json.load(f)
         engine = data.get("label") or path
         commands.append(data["command"])
+        server_cmd_path = path[: -len(".json")] + ".server-cmd"
+        if os.path.exists(server_cmd_path):
+            with open(server_cmd_path) as f:
+                commands.append(f.read().strip())
         uptime_path = path[: -len(".json")] + ".uptime"
         if os.path.exists(uptime_path):
             with open(uptime_path) as f:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plots `zerolayer bench --result-file` JSON: latency and throughput against
-request rate, one line per result file (e.g. one per engine).
+request rate, one line per label (e.g. per engine; files with the same label are merged,
+the median taken where a rate repeats).
 
     python bench/plot_bench.py zl.json llama.json --out latency.png
 
@@ -11,6 +12,7 @@ Needs matplotlib (bench/requirements.txt).
 """
 import argparse
 import json
+import statistics
 
 import matplotlib
 
@@ -32,12 +34,25 @@ def main():
     parser.add_argument("--title", default="", help="a title over the panels")
     args = parser.parse_args()
 
-    results = []
+    # Files with the same label (rounds of one engine, or passes at other
+    # rates) are merged: one line per label, the median where rates repeat.
+    by_label = {}
     for path in args.results:
         with open(path) as f:
             data = json.load(f)
         label = data.get("label") or data.get("model") or path
-        runs = sorted(data["runs"], key=lambda r: rate_key(r["request_rate"]))
+        for run in data["runs"]:
+            by_label.setdefault(label, {}).setdefault(str(run["request_rate"]), []).append(run)
+    results = []
+    for label, by_rate in by_label.items():
+        runs = []
+        for rate in sorted(by_rate, key=rate_key):
+            merged = {"request_rate": rate}
+            for key, value in by_rate[rate][0].items():
+                values = [r.get(key) for r in by_rate[rate]]
+                if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                    merged[key] = statistics.median(values)
+            runs.append(merged)
         results.append((label, runs))
     rates = sorted({str(r["request_rate"]) for _, runs in results for r in runs}, key=rate_key)
     x_of = {rate: i for i, rate in enumerate(rates)}
