@@ -1,0 +1,33 @@
+// Linear layers on the device through cuBLASLt: y = x · Wᵀ with x and W in
+// bf16 and f32 accumulation and output (CUBLAS_COMPUTE_32F). W is stored as
+// PyTorch stores a Linear weight, [out_features, in_features], row-major.
+//
+// One Gemm per stream: it owns the cuBLASLt handle, a fixed workspace (so
+// calls can be captured into CUDA graphs, which forbid allocation) and a plan
+// (descriptors + heuristic algorithm) per shape, made on first use. Capture a
+// shape only after it has run once outside capture.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/status.h"
+#include "kernels/cuda/runtime.h"
+
+namespace zl::cuda {
+
+class Gemm {
+ public:
+  static StatusOr<std::unique_ptr<Gemm>> create(size_t workspace_bytes = size_t{32} << 20);
+  ~Gemm();
+
+  // x: [num_tokens, k] bf16; w: [n, k] bf16; y: [num_tokens, n] f32.
+  Status run(const Bf16* x, const Bf16* w, float* y, int64_t num_tokens, int64_t n, int64_t k, Stream stream);
+
+ private:
+  struct Impl;
+  explicit Gemm(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zl::cuda
