@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
   const int32_t num_splits = gridDim.z / a.num_kv_heads;
   const int32_t kv_head = blockIdx.z % a.num_kv_heads, split = blockIdx.z / a.num_kv_heads;
   const int32_t start = a.seq_start_pos[seq], begin = a.seq_token_begin[seq];
-  const int32_t* table = a.block_tables + int64_t{seq} * a.max_blocks_per_seq;
+  const int32_t* table = a.block_tables + a.table_begin[seq];
   const int64_t kv_dim = int64_t{a.num_kv_heads} * hd;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

@@ -33,8 +33,8 @@ struct AttentionArgs {
   const int32_t* seq_token_begin = nullptr;  // [num_seqs] first batch row of each chunk
   const int32_t* seq_num_tokens = nullptr;   // [num_seqs]; 0: padding, skipped
   const int32_t* seq_start_pos = nullptr;    // [num_seqs] tokens already in the KV pool before the chunk
-  const int32_t* block_tables = nullptr;     // [num_seqs, max_blocks_per_seq]
-  int32_t max_blocks_per_seq = 0;
+  const int32_t* table_begin = nullptr;      // [num_seqs] where each chunk's block table starts in block_tables
+  const int32_t* block_tables = nullptr;     // the chunks' tables, concatenated
   int32_t num_seqs = 0;
   int32_t num_heads = 0;
   int32_t num_kv_heads = 0;
