@@ -42,7 +42,9 @@ std::string golden_path(const std::string& rel) {
 }
 
 std::string shared_path(const std::string& rel) {
-  std::string root = ZL_SHARED_DIR;
+  // ZEROLAYER_SHARED_DIR: where the data lies when the binary runs elsewhere (the GPU machine).
+  const char* env = std::getenv("ZEROLAYER_SHARED_DIR");
+  std::string root = env != nullptr && *env != '\0' ? env : ZL_SHARED_DIR;
   if (!std::filesystem::is_directory(root)) return "";
   return root + "/" + rel;
 }

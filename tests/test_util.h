@@ -9,7 +9,8 @@ namespace zl::test {
 
 // <repo>/tests/golden/<rel>
 std::string golden_path(const std::string& rel);
-// ../shared/<rel>, or "" when the shared folder is missing (tests then skip).
+// $ZEROLAYER_SHARED_DIR/<rel> (default ../shared/<rel>), or "" when that folder is
+// missing (tests then skip).
 std::string shared_path(const std::string& rel);
 // A fresh directory under $TMPDIR, removed at process exit.
 std::string temp_dir();

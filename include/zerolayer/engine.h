@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "core/status.h"
 #include "engine/histogram.h"
 #include "engine/kv_pool.h"
@@ -32,6 +33,7 @@ struct EngineConfig {
   std::string model;                  // a model directory, a .gguf file or dummy:NAME[:SEED]
   std::string tokenizer;              // overrides the model's tokenizer
   int32_t num_threads = 0;            // 0: one per core
+  Device device;                      // cpu, or cuda:N (weights and KV pool on that device)
   int32_t max_seq_len = 0;            // 0: the model's context
   int32_t max_num_seqs = 256;         // sequences in one batch at most
   int32_t max_num_batched_tokens = 2048;  // tokens in one forward pass at most

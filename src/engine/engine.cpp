@@ -17,6 +17,7 @@
 #include "engine/engine_core.h"
 #include "engine/inbox.h"
 #include "engine/stats_publisher.h"
+#include "model/llama_cuda.h"
 #include "model/model_loader.h"
 
 namespace zl {
@@ -80,6 +81,7 @@ class Engine::Impl {
   }
 
   Status load();
+  StatusOr<int64_t> attach_cuda(const ModelConfig& mc);
   StatusOr<RequestId> submit(Request request);
   void run();
   void drain();
@@ -125,17 +127,22 @@ Status Engine::Impl::load() {
   pool = std::make_unique<ThreadPool>(config.num_threads > 0 ? config.num_threads : default_num_threads());
   model = std::make_unique<LlamaModel>(mc, weights, *pool, config.max_num_batched_tokens);
 
-  // KV pool: the configured bytes (or a fraction of free memory), but no more
-  // than max_num_seqs full-length sequences need.
-  const int64_t bytes_per_block = int64_t{2} * mc.num_layers * config.block_size * mc.kv_dim() * int64_t{sizeof(float)};
-  int64_t budget = config.kv_cache_bytes > 0 ? config.kv_cache_bytes
-                                             : static_cast<int64_t>(config.kv_cache_fraction * available_memory_bytes());
-  int64_t blocks_per_seq = (mc.max_seq_len + config.block_size - 1) / config.block_size;
-  int64_t num_blocks = std::min<int64_t>(budget / bytes_per_block, blocks_per_seq * config.max_num_seqs);
-  if (num_blocks < 1) return resource_exhausted("the KV cache budget of ", budget, " bytes holds no block of ", bytes_per_block, " bytes");
-  num_blocks = std::min<int64_t>(num_blocks, INT32_MAX / config.block_size);
-  ZL_ASSIGN_OR_RETURN(cache, KvCache::create(mc, static_cast<int32_t>(num_blocks), config.block_size));
-
+  int64_t num_blocks = 0, bytes_per_block = 0;
+  if (config.device.is_cuda()) {
+    ZL_ASSIGN_OR_RETURN(num_blocks, attach_cuda(mc));
+    bytes_per_block = int64_t{2} * mc.num_layers * config.block_size * mc.kv_dim() * 2;  // bf16
+  } else {
+    // KV pool: the configured bytes (or a fraction of free memory), but no more
+    // than max_num_seqs full-length sequences need.
+    bytes_per_block = int64_t{2} * mc.num_layers * config.block_size * mc.kv_dim() * int64_t{sizeof(float)};
+    int64_t budget = config.kv_cache_bytes > 0 ? config.kv_cache_bytes
+                                               : static_cast<int64_t>(config.kv_cache_fraction * available_memory_bytes());
+    int64_t blocks_per_seq = (mc.max_seq_len + config.block_size - 1) / config.block_size;
+    num_blocks = std::min<int64_t>(budget / bytes_per_block, blocks_per_seq * config.max_num_seqs);
+    if (num_blocks < 1) return resource_exhausted("the KV cache budget of ", budget, " bytes holds no block of ", bytes_per_block, " bytes");
+    num_blocks = std::min<int64_t>(num_blocks, INT32_MAX / config.block_size);
+    ZL_ASSIGN_OR_RETURN(cache, KvCache::create(mc, static_cast<int32_t>(num_blocks), config.block_size));
+  }
   std::vector<int32_t> eos = mc.eos_token_ids;
   if (source.tokenizer->special_ids().eos >= 0) eos.push_back(source.tokenizer->special_ids().eos);
   core = std::make_unique<EngineCore>(config, *model, *cache, std::move(eos));
@@ -150,6 +157,26 @@ Status Engine::Impl::load() {
            config.block_size, " tokens (", num_blocks * bytes_per_block / (1 << 20), " MiB), ",
            config.max_num_seqs, " sequences, ", config.max_num_batched_tokens, " tokens per step");
   return ok_status();
+}
+
+// Moves the forward pass to config.device: weights uploaded, KV pool on the
+// device (sized there), the host cache only naming blocks. Returns the blocks.
+StatusOr<int64_t> Engine::Impl::attach_cuda(const ModelConfig& mc) {
+  CudaModelOptions options;
+  options.device_index = config.device.index;
+  options.max_batch_tokens = config.max_num_batched_tokens;
+  options.max_num_seqs = config.max_num_seqs;
+  options.block_size = config.block_size;
+  options.kv_cache_bytes = config.kv_cache_bytes;
+  options.kv_cache_fraction = config.kv_cache_fraction;
+  ZL_ASSIGN_OR_RETURN(std::unique_ptr<CudaLlamaModel> cuda_model, CudaLlamaModel::create(mc, weights, options));
+  log_info("engine: ", cuda_model->description());
+  CudaLlamaModel* device_model = cuda_model.get();
+  cache = KvCache::create_external(mc, cuda_model->num_kv_blocks(), config.block_size,
+                                   [device_model](int32_t src, int32_t dst) { device_model->copy_block(src, dst); });
+  const int64_t num_blocks = cuda_model->num_kv_blocks();
+  model->use_cuda(std::move(cuda_model));
+  return num_blocks;
 }
 
 StatusOr<RequestId> Engine::Impl::submit(Request request) {

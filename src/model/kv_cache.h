@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "core/status.h"
@@ -18,13 +19,17 @@ class KvCache {
   // Allocates num_blocks blocks of block_size tokens for every layer.
   static StatusOr<std::unique_ptr<KvCache>> create(const ModelConfig& config, int32_t num_blocks,
                                                    int32_t block_size);
+  // A pool whose memory lives elsewhere (a CUDA device): block ids and sizes
+  // only; k() and v() are null and copy_block calls `copy_block`.
+  static std::unique_ptr<KvCache> create_external(const ModelConfig& config, int32_t num_blocks, int32_t block_size,
+                                                  std::function<void(int32_t src, int32_t dst)> copy_block);
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
   int32_t kv_dim() const { return kv_dim_; }
   // [num_blocks, block_size, kv_dim] for one layer.
-  float* k(int32_t layer) { return k_.get() + layer * layer_stride_; }
-  float* v(int32_t layer) { return v_.get() + layer * layer_stride_; }
+  float* k(int32_t layer) { return k_ ? k_.get() + layer * layer_stride_ : nullptr; }
+  float* v(int32_t layer) { return v_ ? v_.get() + layer * layer_stride_ : nullptr; }
   // Copies one block's keys and values, in every layer (KV compaction).
   void copy_block(int32_t src, int32_t dst);
 
@@ -34,6 +39,7 @@ class KvCache {
   int64_t layer_stride_ = 0;  // num_blocks * block_size * kv_dim
   std::unique_ptr<float[]> k_;  // [num_layers, num_blocks, block_size, kv_dim]
   std::unique_ptr<float[]> v_;  // same
+  std::function<void(int32_t, int32_t)> external_copy_;  // set for external storage
 };
 
 }  // namespace zl

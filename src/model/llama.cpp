@@ -8,6 +8,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
+#include "model/llama_cuda.h"
 
 namespace zl {
 
@@ -165,8 +166,11 @@ void LlamaModel::mlp_block(int32_t layer, int64_t num_tokens) {
   cpu::add_f32(b.x.data(), b.proj.data(), b.x.data(), num_tokens * c.dim);
 }
 
+void LlamaModel::use_cuda(std::unique_ptr<CudaLlamaModel> cuda) { cuda_ = std::move(cuda); }
+
 Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
   ZL_RETURN_IF_ERROR(validate(batch, cache));
+  if (cuda_) return cuda_->forward(batch, logits);
   const ModelConfig& c = config_;
   Buffers& b = *buf_;
   const int64_t num_tokens = static_cast<int64_t>(batch.tokens.size());

@@ -39,6 +39,8 @@ struct ForwardBatch {
   std::span<const int32_t> logit_rows;  // batch rows whose logits are wanted, e.g. each chunk's last
 };
 
+class CudaLlamaModel;
+
 class LlamaModel {
  public:
   LlamaModel(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool,
@@ -52,6 +54,10 @@ class LlamaModel {
   // max_seq_len, a block table too short) are reported before any work.
   Status forward(const ForwardBatch& batch, KvCache& cache, float* logits);
 
+  // From now on forward() runs on that CUDA model (whose KV pool lives on
+  // the device; `cache` then only names block ids and sizes).
+  void use_cuda(std::unique_ptr<CudaLlamaModel> cuda);
+
  private:
   Status validate(const ForwardBatch& batch, const KvCache& cache) const;
   void attention_block(int32_t layer, int64_t num_tokens, KvCache& cache);
@@ -64,6 +70,7 @@ class LlamaModel {
   const int32_t max_batch_tokens_;
   std::vector<float> inv_freq_;  // [head_dim / 2], rope frequencies after scaling
   std::unique_ptr<Buffers> buf_;
+  std::unique_ptr<CudaLlamaModel> cuda_;  // null: the CPU
 };
 
 // Rope frequencies 1 / theta^(2i/head_dim), adjusted for linear or llama3

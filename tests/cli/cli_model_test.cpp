@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/mapped_file.h"
+#include "kernels/cuda/runtime.h"
 #include "test_util.h"
 
 namespace zl {
@@ -171,6 +172,17 @@ TEST(CliTest, HelpOnEveryCommand) {
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.out.find("--model"), std::string::npos) << cmd << r.out;
   }
+}
+
+TEST(CliTest, DeviceFlagIsParsedAndAMissingGpuIsAClearError) {
+  expect_error(test::run_cli({"generate", "--model", "dummy:tiny", "--prompt", "hi", "--device", "tpu"}),
+               {"--device", "tpu"});
+  std::string reason;
+  if (cuda::device_count(&reason) > 0) GTEST_SKIP() << "a CUDA device is present";
+  auto r = test::run_cli({"generate", "--model", "dummy:tiny", "--prompt", "hi", "--device", "cuda:0"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(r.err.find("no CUDA device") != std::string::npos || r.err.find("built without CUDA") != std::string::npos)
+      << r.err;
 }
 
 }  // namespace

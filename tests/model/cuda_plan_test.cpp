@@ -45,7 +45,9 @@ TEST(StepLayout, SectionsAreAlignedAndDisjoint) {
   const int32_t sizes[] = {5, 5, 5, 3, 3, 3, 3, 2, 2 * sample_params_words(), 0};
   for (size_t i = 0; i < std::size(offsets); ++i) {
     EXPECT_EQ(offsets[i] % 4, 0) << i;
-    if (i + 1 < std::size(offsets)) EXPECT_GE(offsets[i + 1], offsets[i] + sizes[i]) << i;
+    if (i + 1 < std::size(offsets)) {
+      EXPECT_GE(offsets[i + 1], offsets[i] + sizes[i]) << i;
+    }
   }
   EXPECT_EQ(sample_params_words() * 4, static_cast<int32_t>(sizeof(cuda::SampleParams)));
 }
@@ -79,7 +81,7 @@ TEST(PackStep, WritesPositionsSlotsTablesAndPadding) {
   EXPECT_EQ(std::vector<int32_t>(w + l.block_tables, w + l.block_tables + 4), (std::vector<int32_t>{7, 2, 4, 9}));
   EXPECT_EQ(std::vector<int32_t>(w + l.logit_rows, w + l.logit_rows + 2), (std::vector<int32_t>{2, 3}));
   cuda::SampleParams back[4];
-  std::memcpy(back, w + l.sample_params, sizeof(back));
+  std::memcpy(static_cast<void*>(back), w + l.sample_params, sizeof(back));
   EXPECT_EQ(back[0].slot, 3);
   EXPECT_EQ(back[0].temperature, 0.5f);
   EXPECT_EQ(back[1].slot, 1);

@@ -33,6 +33,9 @@ void add_model_flags(CLI::App& app, ModelFlags& flags, bool model_required) {
   app.add_option("-t,--threads", flags.threads, "Compute threads (default: one per core)")
       ->envname("ZEROLAYER_THREADS")
       ->check(CLI::Range(0, 1024));
+  app.add_option("--device", flags.device, "Where the model runs: cpu, cuda or cuda:N")
+      ->envname("ZEROLAYER_DEVICE")
+      ->capture_default_str();
   app.add_option("--max-seq-len", flags.max_seq_len,
                  "Context length in tokens (default: the model's; may only shrink it)")
       ->envname("ZEROLAYER_MAX_SEQ_LEN")
@@ -59,6 +62,7 @@ StatusOr<EngineConfig> engine_config_from_flags(const ModelFlags& flags) {
   config.model = flags.model;
   config.tokenizer = flags.tokenizer;
   config.num_threads = flags.threads;
+  ZL_ASSIGN_OR_RETURN(config.device, parse_device(flags.device));
   config.max_seq_len = flags.max_seq_len;
   ZL_ASSIGN_OR_RETURN(config.weight_format, weight_format_from_flags(flags));
   config.load_progress = show_load_progress;

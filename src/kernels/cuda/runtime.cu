@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "kernels/cuda/common.cuh"
 
@@ -16,7 +18,11 @@ int32_t device_count(std::string* reason) {
   cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
     (void)cudaGetLastError();  // clear the sticky-free error so later calls start clean
-    if (reason) *reason = str_cat("no CUDA device: ", cudaGetErrorString(error));
+    // Without a driver the runtime answers "insufficient driver" too.
+    if (reason)
+      *reason = error == cudaErrorInsufficientDriver
+                    ? "no CUDA device (no NVIDIA driver, or one older than the CUDA 13 runtime)"
+                    : str_cat("no CUDA device: ", cudaGetErrorString(error));
     return 0;
   }
   if (count == 0 && reason) *reason = "no CUDA device: the driver reports none";
@@ -116,6 +122,29 @@ void destroy_stream(Stream stream) {
 Status check_launch(const char* what) {
   cudaError_t error = cudaGetLastError();
   return error == cudaSuccess ? ok_status() : cuda_status(error, what);
+}
+
+StatusOr<double> copy_bandwidth_gbps(size_t num_bytes, int32_t reps) {
+  ZL_ASSIGN_OR_RETURN(DeviceBuffer src, DeviceBuffer::allocate(num_bytes));
+  ZL_ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::allocate(num_bytes));
+  ZL_CUDA_RETURN_IF_ERROR(cudaMemset(src.data(), 0x5a, num_bytes));  // not zeros
+  cudaEvent_t start, stop;
+  ZL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
+  ZL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
+  std::vector<float> ms;
+  for (int32_t i = 0; i <= reps; ++i) {
+    cudaEventRecord(start);
+    cudaMemcpyAsync(dst.data(), src.data(), num_bytes, cudaMemcpyDeviceToDevice);
+    cudaEventRecord(stop);
+    ZL_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop));
+    float elapsed = 0.0f;
+    cudaEventElapsedTime(&elapsed, start, stop);
+    if (i > 0) ms.push_back(elapsed);  // the first is the warm-up
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return 2.0 * static_cast<double>(num_bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
 }
 
 }  // namespace zl::cuda

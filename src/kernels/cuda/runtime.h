@@ -95,4 +95,9 @@ void destroy_stream(Stream stream);
 // The error a kernel launch left behind, if any, naming `what`.
 Status check_launch(const char* what);
 
+// Device memory bandwidth by a device-to-device copy of num_bytes, counting
+// bytes read plus bytes written, in GB/s: the median of `reps` timed copies
+// after one warm-up (CUDA events).
+StatusOr<double> copy_bandwidth_gbps(size_t num_bytes, int32_t reps);
+
 }  // namespace zl::cuda

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (an H100/H200 with the CUDA 13 image): the gpu
+# tests, the decode benchmark, the engine end to end, and Hugging Face
+# transformers' generate on a same-shape model as the anchor. Writes its
+# results under $OUT (6 files) and prints a short summary last.
+#
+# Prepare here (no GPU needed):
+#   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release    # nvcc must be found
+#   ninja -C build zerolayer gpu_bench elementwise_gpu_test matmul_gpu_test \
+#         attention_gpu_test sampling_gpu_test llama_cuda_gpu_test
+#   bench/gpu/pack_for_device.sh          # -> gpu-carry/ (binaries, libs, stories260K)
+# Then one device call:
+#   run(command="bash bench/gpu/run_on_device.sh", carry=["gpu-carry"], timeout_s=540)
+#
+# Carry list: gpu-carry/ only (~30-40 MiB; pack_for_device.sh refuses > 60 MiB).
+# cudart is linked statically. cuBLASLt is not carried (~520 MB): the binaries
+# need libcublasLt.so.13, found below in the image's CUDA install or in the
+# nvidia-cublas wheel that torch ships. If the carried binaries cannot start
+# (a library or glibc mismatch), gpu_tests.txt says so and the rest is skipped.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-/tmp/zl-gpu-out}"
+mkdir -p "$OUT"
+carry=gpu-carry
+[ -d "$carry/bin" ] || { echo "no $carry/: run bench/gpu/pack_for_device.sh here and carry it" >&2; exit 2; }
+BATCHES="${BATCHES:-1,8,64,256}"
+CONTEXT="${CONTEXT:-128}"
+STEPS="${STEPS:-64}"
+
+# --- cuBLASLt: the image's CUDA, else the pip wheel torch uses.
+cublas_dir=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu; do
+  [ -e "$d/libcublasLt.so.13" ] && { cublas_dir="$d"; break; }
+done
+if [ -z "$cublas_dir" ]; then
+  found=$(find / -xdev -name 'libcublasLt.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)
+  [ -n "$found" ] && cublas_dir=$(dirname "$found")
+fi
+export LD_LIBRARY_PATH="$PWD/$carry/lib:${cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export ZEROLAYER_SHARED_DIR="$PWD/$carry/shared"
+bin="$PWD/$carry/bin"
+
+{
+  date -u; uname -a; nvidia-smi; echo "cublasLt from: ${cublas_dir:-NOT FOUND}"
+  ldd "$bin/zerolayer" | grep -E 'not found|cublas' || true
+} > "$OUT/nvidia_smi.txt" 2>&1
+
+# --- 1. gpu tests (each CUDA kernel vs its CPU op; model logits vs CPU; stories260K greedy).
+: > "$OUT/gpu_tests.txt"
+tests_failed=0
+for t in elementwise matmul attention sampling llama_cuda; do
+  echo "=== ${t}_gpu_test" >> "$OUT/gpu_tests.txt"
+  timeout 180 "$bin/${t}_gpu_test" >> "$OUT/gpu_tests.txt" 2>&1 || tests_failed=$((tests_failed + 1))
+done
+
+# --- 2. decode benchmark (+ HBM copy bandwidth in the same run).
+timeout 240 "$bin/gpu_bench" --model dummy:llama-1b --batches "$BATCHES" --context "$CONTEXT" --steps "$STEPS" \
+  > "$OUT/gpu_bench.jsonl" 2>> "$OUT/gpu_tests.txt" || echo "gpu_bench failed (rc $?)" >> "$OUT/gpu_tests.txt"
+
+# --- 3. the engine end to end: stories260K greedy text, CPU vs CUDA, and llama-1b tokens/s.
+{
+  for dev in cpu cuda:0; do
+    echo "=== stories260K greedy on $dev"
+    timeout 60 "$bin/zerolayer" generate --model "$ZEROLAYER_SHARED_DIR/models/stories260K.gguf" --device "$dev" \
+      --prompt "Once upon a time" --max-new-tokens 64 --temperature 0 2>&1
+    echo
+  done
+  echo "=== dummy:llama-1b on cuda:0, 256 new tokens"
+  timeout 120 "$bin/zerolayer" generate --model dummy:llama-1b --device cuda:0 --max-seq-len 4096 \
+    --prompt "hello" --max-new-tokens 256 --ignore-eos --temperature 0 2>&1 >/dev/null
+} > "$OUT/generate.txt" 2>&1
+
+# --- 4. the anchor: transformers generate on a same-shape random model.
+timeout 240 python3 "$carry/hf_anchor.py" --batches "$BATCHES" --context "$CONTEXT" --steps "$STEPS" \
+  > "$OUT/hf_anchor.jsonl" 2>> "$OUT/gpu_tests.txt" || echo "hf_anchor failed (rc $?)" >> "$OUT/gpu_tests.txt"
+
+# --- summary (also the last lines of the reply).
+{
+  echo "tests: $(grep -hE '^\[  (PASSED|FAILED|SKIPPED) \]' "$OUT/gpu_tests.txt" | sort | uniq -c | tr '\n' ' ')  binaries failing: $tests_failed"
+  grep -h "FAILED  \]" "$OUT/gpu_tests.txt" | head -10
+  grep -h gpu_copy_bandwidth "$OUT/gpu_bench.jsonl"
+  python3 - "$OUT/gpu_bench.jsonl" "$OUT/hf_anchor.jsonl" <<'PY'
+import json, sys
+zl = {r["batch"]: r for r in map(json.loads, open(sys.argv[1])) if r.get("bench") == "gpu_decode"}
+hf = {r["batch"]: r for r in map(json.loads, open(sys.argv[2]))} if len(sys.argv) > 2 else {}
+print("batch  zl_ms/step(engine)  zl_ms/step(queued)  gpu_idle_ms  hbm_frac(q)  zl_tok/s(engine)  hf_tok/s  ratio")
+for b in sorted(zl):
+    r, h = zl[b], hf.get(b, {})
+    ratio = r["tokens_per_s_engine"] / h["tokens_per_s"] if h.get("tokens_per_s") else float("nan")
+    print(f'{b:5d}  {r["engine_ms_per_step"]:18.4f}  {r["queued_ms_per_step"]:18.4f}  {r["gpu_idle_between_steps_ms"]:11.4f}'
+          f'  {r["hbm_fraction_queued"]:11.3f}  {r["tokens_per_s_engine"]:16.1f}  {h.get("tokens_per_s", float("nan")):8.1f}  {ratio:5.2f}')
+PY
+  grep -h "tokens/s" "$OUT/generate.txt" | tail -3
+} 2>&1 | tee "$OUT/summary.txt"
