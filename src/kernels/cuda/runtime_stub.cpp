@@ -8,13 +8,13 @@ namespace zl::cuda {
 bool built_with_cuda() { return false; }
 
 int32_t device_count(std::string* reason) {
-  if (reason) *reason = "built without CUDA (nvcc was not found when zerolayer was configured)";
+  if (reason) *reason = "built without CUDA (nvcc was not found, or ZL_ENABLE_CUDA=OFF, when zerolayer was configured)";
   return 0;
 }
 
 StatusOr<DeviceProps> open_device(int32_t index) {
-  return unimplemented("cannot use cuda:", index, ": zerolayer was built without CUDA (nvcc was not found "
-                       "when it was configured)");
+  return unimplemented("cannot use cuda:", index, ": zerolayer was built without CUDA (nvcc was not found, "
+                       "or ZL_ENABLE_CUDA=OFF, when it was configured)");
 }
 
 StatusOr<double> copy_bandwidth_gbps(size_t, int32_t) { return open_device(0).status(); }
