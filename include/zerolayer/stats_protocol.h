@@ -213,11 +213,13 @@ typedef struct zl_stats_chunk {
  *   queue          waiting for capacity (a slot or KV memory), and for
  *                  readmission after a preemption; 0 when admitted at once
  *   prefill        admission -> first token sampled, one chunk per step it ran in
- *   decode         first token -> terminal event, one step per token
+ *   decode         first token -> terminal event: the engine steps after the one
+ *                  that sampled its first token (a decoding request is in every step)
  *   other          what no phase above covers (an abort between steps)
  *   transport_out  terminal event -> handed to the transport (shm: in the client's ring)
  * Prefill chunks beyond ZL_STATS_MAX_PREFILL_CHUNKS add into the last entry;
- * decode_step_ns keeps the first ZL_STATS_MAX_DECODE_STEPS steps. */
+ * decode_step_ns keeps the first ZL_STATS_MAX_DECODE_STEPS steps (of the
+ * engine's last 4096), each from the end of the step before. */
 typedef struct zl_stats_request {
   uint64_t sequence;              /* seqlock of this record (atomic) */
   uint64_t position;              /* the ring position it holds; a reader expecting another skips it */

@@ -104,7 +104,7 @@ void EngineCore::admit_waiting() {
     }
     seq->num_computed = seq->blocks.num_prefix_tokens;
     seq->state = SeqState::kRunning;
-    seq->trace.on_admit(now, admit_round_, seq->submitted_at);
+    seq->trace.on_admit(now, admit_round_, seq->submitted_at, seq->first_token_at != Clock::time_point());
     if (!seq->admitted_once) {
       seq->admitted_once = true;
       seq->admitted_at = now;
@@ -137,6 +137,7 @@ void EngineCore::preempt_last() {
   std::unique_ptr<Sequence> victim = std::move(running_.back());
   running_.pop_back();
   pool_.release(victim->blocks);
+  victim->trace.on_preempt(last_forward_end_);
   victim->num_computed = 0;
   victim->num_preemptions++;
   num_preemptions_++;
@@ -217,9 +218,10 @@ void EngineCore::step() {
 }
 
 void EngineCore::update(Clock::time_point now) {
+  request_log_.on_step(now);
   for (const Scheduled& s : scheduled_) {
     Sequence* seq = s.seq;
-    seq->trace.on_computed(s.num_tokens, seq->num_generated() == 0, now);
+    if (seq->num_generated() == 0) seq->trace.on_prefill_chunk(s.num_tokens, now, request_log_.num_steps());
     seq->num_computed += s.num_tokens;
     pool_.commit(seq->blocks, seq->tokens, seq->num_computed);
     if (seq->prefilled_at == Clock::time_point() && seq->num_computed >= seq->num_prompt_tokens) seq->prefilled_at = now;

@@ -26,6 +26,11 @@ Histogram Histogram::from_buckets(std::span<const uint64_t, kNumBuckets> buckets
   h.count_ = count;
   h.sum_ = sum;
   h.max_ = max;
+  for (int b = 0; b < kNumBuckets && count > 0; ++b) {
+    if (buckets[size_t(b)] == 0) continue;
+    h.min_ = std::min(max, bucket_upper(b));  // to bucket resolution, never above max
+    break;
+  }
   return h;
 }
 
@@ -34,6 +39,7 @@ void Histogram::record(uint64_t value_ns) {
   count_++;
   sum_ += value_ns;
   max_ = std::max(max_, value_ns);
+  min_ = std::min(min_, value_ns);
 }
 
 uint64_t Histogram::count_at_most(uint64_t value) const {

@@ -3,6 +3,7 @@
 // instructions and never allocates, so the engine loop can record every step.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -30,12 +31,16 @@ class Histogram {
   // so the answer never over-counts): Prometheus cumulative buckets.
   uint64_t count_at_most(uint64_t value) const;
   const std::array<uint64_t, kNumBuckets>& buckets() const { return buckets_; }
+  // Buckets [first, last] hold every value recorded (first > last when empty),
+  // so a publisher can copy just those.
+  int first_used_bucket() const { return count_ ? bucket_of(min_) : 1; }
+  int last_used_bucket() const { return count_ ? std::min(bucket_of(max_), kNumBuckets - 1) : 0; }
 
  private:
   static int bucket_of(uint64_t v);
   static uint64_t bucket_upper(int bucket);
   std::array<uint64_t, kNumBuckets> buckets_{};
-  uint64_t count_ = 0, sum_ = 0, max_ = 0;
+  uint64_t count_ = 0, sum_ = 0, max_ = 0, min_ = UINT64_MAX;
 };
 
 }  // namespace zl

@@ -1,13 +1,17 @@
 #include "engine/request_log.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "core/seqlock.h"
 
 namespace zl {
 
-void RequestLog::record(Sequence& seq, FinishReason reason, Clock::time_point finished, Clock::time_point delivered) {
-  zl_stats_request& r = seq.trace.record;
+void RequestLog::record(const Sequence& seq, FinishReason reason, Clock::time_point finished,
+                        Clock::time_point delivered) {
+  const RequestTrace& trace = seq.trace;
+  zl_stats_request r{};
   const RequestOrigin& origin = seq.request.origin;
   const int64_t submitted_ns = monotonic_ns(seq.submitted_at);
   const int64_t finished_ns = monotonic_ns(finished);
@@ -26,12 +30,23 @@ void RequestLog::record(Sequence& seq, FinishReason reason, Clock::time_point fi
   r.finished_ns = uint64_t(finished_ns);
   r.delivered_ns = uint64_t(monotonic_ns(delivered));
   r.transport_in_ns = has_sent ? uint64_t(submitted_ns) - origin.sent_ns : 0;
-  if (!seq.trace.admitted) {  // ended while waiting: it never got past admission
-    r.admission_ns = uint64_t(seq.trace.enqueued_ns - submitted_ns);
-    r.queue_ns = uint64_t(finished_ns - seq.trace.enqueued_ns);
+  if (!trace.admitted) {  // ended while waiting: it never got past admission
+    r.admission_ns = uint64_t(trace.enqueued_ns - submitted_ns);
+    r.queue_ns = uint64_t(finished_ns - trace.enqueued_ns);
   } else {
-    r.other_ns = uint64_t(finished_ns - seq.trace.last_mark_ns);
+    r.admission_ns = trace.admission_ns;
+    r.queue_ns = trace.queue_ns;
   }
+  r.prefill_ns = trace.prefill_ns;
+  r.num_prefill_chunks = trace.num_prefill_chunks;
+  std::memcpy(r.prefill_chunks, trace.prefill_chunks, sizeof(r.prefill_chunks));
+  if (seq.first_token_at != Clock::time_point()) {
+    r.decode_ns = uint64_t(finished_ns - monotonic_ns(seq.first_token_at)) - trace.queue_while_decoding_ns;
+    fill_decode_steps(seq, r);
+  }
+  // What the phases above leave of the engine's time (0 unless it ended between steps).
+  const int64_t accounted = int64_t(r.admission_ns + r.queue_ns + r.prefill_ns + r.decode_ns);
+  r.other_ns = uint64_t(std::max<int64_t>(finished_ns - submitted_ns - accounted, 0));
   r.transport_out_ns = r.delivered_ns - r.finished_ns;
   transport_in_ns_.record(r.transport_in_ns);
   admission_ns_.record(r.admission_ns);
@@ -39,6 +54,23 @@ void RequestLog::record(Sequence& seq, FinishReason reason, Clock::time_point fi
   transport_out_ns_.record(r.transport_out_ns);
   total_ns_.record(r.delivered_ns - (has_sent ? r.sent_ns : r.submitted_ns));
   publish(r);
+}
+
+// The engine's steps after the one that sampled the first token, up to now
+// (the finishing step, when it ended at a step): each one's duration is the
+// time since the previous step ended. Steps older than the ring are not seen.
+void RequestLog::fill_decode_steps(const Sequence& seq, zl_stats_request& r) const {
+  const uint64_t first = seq.trace.last_prefill_step;
+  if (first == 0 || first > num_steps_) return;
+  r.num_decode_steps = static_cast<uint32_t>(num_steps_ - first);
+  const uint64_t oldest = num_steps_ > kNumStepTimes ? num_steps_ - kNumStepTimes + 1 : 1;
+  uint32_t kept = 0;
+  for (uint64_t step = std::max(first, oldest) + 1; step <= num_steps_; ++step) {
+    const uint64_t d = uint64_t(step_end_ns_[(step - 1) % kNumStepTimes] - step_end_ns_[(step - 2) % kNumStepTimes]);
+    r.decode_step_max_ns = std::max(r.decode_step_max_ns, d);
+    if (kept < ZL_STATS_MAX_DECODE_STEPS)
+      r.decode_step_ns[kept++] = uint32_t(std::min<uint64_t>(d, std::numeric_limits<uint32_t>::max()));
+  }
 }
 
 void RequestLog::publish(const zl_stats_request& record) {

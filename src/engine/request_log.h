@@ -1,11 +1,17 @@
 // The end of a request's latency breakdown: at its terminal event the engine
-// completes the request's record (request_trace.h), adds its phases to the
-// phase histograms, and, while a stats region is attached, writes it into the
-// region's ring of recent requests under the record's own seqlock.
+// makes the request's record from its trace (request_trace.h), adds its
+// phases to the phase histograms, and, while a stats region is attached,
+// writes it into the region's ring of recent requests under the record's own
+// seqlock. Decode steps come from the end times of the engine's last
+// kNumStepTimes steps (one store per step): a decoding sequence is in every
+// step (decodes are scheduled first), so its steps are the engine's steps
+// from its first token to its end.
 //
-// Engine thread only. No allocation; a record costs one copy into the ring.
+// Engine thread only. No allocation; a record costs one copy into the ring
+// and a pass over the request's decode steps (at most kNumStepTimes).
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "engine/histogram.h"
@@ -18,7 +24,11 @@ class RequestLog {
  public:
   // `finished`: when the terminal event was decided; `delivered`: when the
   // request's sink returned from on_finish (the transport has it).
-  void record(Sequence& seq, FinishReason reason, Clock::time_point finished, Clock::time_point delivered);
+  void record(const Sequence& seq, FinishReason reason, Clock::time_point finished, Clock::time_point delivered);
+  // A forward pass ended at `end`.
+  void on_step(Clock::time_point end) { step_end_ns_[num_steps_++ % kNumStepTimes] = monotonic_ns(end); }
+  // Steps so far: the number of the step in progress once on_step() ran for it.
+  uint64_t num_steps() const { return num_steps_; }
 
   // Where records go from now on (nullptr: nowhere). Positions keep counting.
   void attach(zl_stats_request_ring* ring) { ring_ = ring; }
@@ -31,8 +41,12 @@ class RequestLog {
   const Histogram& total_ns() const { return total_ns_; }
 
  private:
+  static constexpr uint64_t kNumStepTimes = 4096;
+  void fill_decode_steps(const Sequence& seq, zl_stats_request& r) const;
   void publish(const zl_stats_request& record);
 
+  std::array<int64_t, kNumStepTimes> step_end_ns_{};  // [step % kNumStepTimes]
+  uint64_t num_steps_ = 0;
   zl_stats_request_ring* ring_ = nullptr;
   uint64_t next_position_ = 0;
   Histogram transport_in_ns_, admission_ns_, queue_ns_, transport_out_ns_, total_ns_;

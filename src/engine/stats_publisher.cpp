@@ -103,7 +103,7 @@ void StatsPublisher::publish_section(const EngineCore& core, int index, int64_t 
   const Histogram& h = histogram(core, id);
   if (h.count() == published_counts_[size_t(id)]) return;
   published_counts_[size_t(id)] = h.count();
-  publish_histogram(id, h, now_ns);
+  write_histogram_section(region_->histograms[id], h, now_ns);
 }
 
 const Histogram& StatsPublisher::histogram(const EngineCore& core, int id) {
@@ -162,14 +162,16 @@ void StatsPublisher::publish_counters(const EngineCore& core, int64_t now_ns) {
   seqlock_write_end(c.lock.sequence);
 }
 
-void StatsPublisher::publish_histogram(int id, const Histogram& h, int64_t now_ns) {
-  zl_stats_histogram& out = region_->histograms[id];
+void write_histogram_section(zl_stats_histogram& out, const Histogram& h, int64_t now_ns) {
   seqlock_write_begin(out.lock.sequence);
   out.lock.publish_ns = uint64_t(now_ns);
   out.count = h.count();
   out.sum = h.sum();
   out.max = h.max();
-  std::memcpy(out.buckets, h.buckets().data(), sizeof(out.buckets));
+  // Only the buckets in use: that range only grows, and the rest stay 0 as formatted.
+  const int first = h.first_used_bucket(), last = h.last_used_bucket();
+  if (first <= last)
+    std::memcpy(&out.buckets[first], &h.buckets()[size_t(first)], size_t(last - first + 1) * sizeof(uint64_t));
   seqlock_write_end(out.lock.sequence);
 }
 

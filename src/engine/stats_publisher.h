@@ -6,8 +6,8 @@
 //
 // Cost on the engine loop: while the engine works, a publish cycle starts at
 // most every ZL_STATS_PUBLISH_PERIOD_NS and then publishes one section per
-// step (the counters, one 8 KiB histogram, or the signature table: one
-// bounded copy, no clock read, no allocation); when the engine is about to
+// step (the counters, one histogram's buckets in use, or the signature
+// table: one bounded copy, no clock read, no allocation); when the engine is about to
 // sleep it publishes every section that changed, which costs no step
 // anything. Request records are written by the engine's RequestLog as
 // requests finish.
@@ -25,6 +25,10 @@
 namespace zl {
 
 class EngineCore;
+
+// One histogram section: `h` copied in under the section's seqlock. Copies
+// only the buckets `h` uses, so `out` must only ever receive `h` (or nothing).
+void write_histogram_section(zl_stats_histogram& out, const Histogram& h, int64_t now_ns);
 
 class StatsPublisher {
  public:
@@ -55,7 +59,6 @@ class StatsPublisher {
   // changed since it was last published.
   void publish_section(const EngineCore& core, int index, int64_t now_ns);
   void publish_counters(const EngineCore& core, int64_t now_ns);
-  void publish_histogram(int id, const Histogram& h, int64_t now_ns);
   void publish_signatures(const EngineCore& core, int64_t now_ns);
   static const Histogram& histogram(const EngineCore& core, int id);
 

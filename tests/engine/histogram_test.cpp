@@ -37,5 +37,20 @@ TEST(HistogramTest, SmallValuesAreExact) {
   EXPECT_EQ(empty.quantile(0.5), 0u);
 }
 
+TEST(HistogramBuckets, UsedRangeCoversEveryValueAndSurvivesARoundTrip) {
+  Histogram h;
+  EXPECT_GT(h.first_used_bucket(), h.last_used_bucket());  // empty
+  for (uint64_t v : {900ull, 5000ull, 1234567ull}) h.record(v);
+  uint64_t inside = 0;
+  for (int b = h.first_used_bucket(); b <= h.last_used_bucket(); ++b) inside += h.buckets()[size_t(b)];
+  EXPECT_EQ(inside, 3u);
+  EXPECT_GT(h.buckets()[size_t(h.first_used_bucket())], 0u);
+  EXPECT_GT(h.buckets()[size_t(h.last_used_bucket())], 0u);
+  Histogram copy = Histogram::from_buckets(h.buckets(), h.count(), h.sum(), h.max());
+  EXPECT_EQ(copy.quantile(0.5), h.quantile(0.5));
+  EXPECT_EQ(copy.first_used_bucket(), h.first_used_bucket());
+  EXPECT_EQ(copy.last_used_bucket(), h.last_used_bucket());
+}
+
 }  // namespace
 }  // namespace zl
