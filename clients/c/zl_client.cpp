@@ -198,15 +198,20 @@ uint32_t prompt_kind(const zl_request* r) {
   return r->prompt_ids ? ZL_SHM_PROMPT_TOKENS : r->prompt_text ? ZL_SHM_PROMPT_TEXT : ZL_SHM_PROMPT_CHAT;
 }
 
-// A SUBMIT whose prompt is `prompt` minus the first `in_parts` bytes, sent before.
-void fill_request(const zl_client* c, const zl_request* r, uint64_t id, std::string_view prompt, uint32_t in_parts,
-                  zl_shm_request& out) {
+// Zeroes the fixed part and fills what every record kind carries.
+void begin_record(const zl_client* c, uint32_t kind, uint64_t id, zl_shm_request& out) {
   std::memset(&out, 0, ZL_SHM_REQUEST_FIXED_BYTES);
-  out.kind = ZL_SHM_REQUEST_SUBMIT;
+  out.kind = kind;
   out.client_slot = c->slot;
   out.client_request_id = id;
   out.client_generation = c->generation;
   out.submit_ns = now_ns();
+}
+
+// A SUBMIT whose prompt is `prompt` minus the first `in_parts` bytes, sent before.
+void fill_request(const zl_client* c, const zl_request* r, uint64_t id, std::string_view prompt, uint32_t in_parts,
+                  zl_shm_request& out) {
+  begin_record(c, ZL_SHM_REQUEST_SUBMIT, id, out);
   out.sampling = r->sampling;
   out.max_new_tokens = r->max_new_tokens;
   out.priority = r->priority;
@@ -301,11 +306,7 @@ int zl_client_submit(zl_client* c, const zl_request* r, uint64_t* id) {
   for (size_t at = 0; at < in_parts && status == ZL_OK; at += ZL_SHM_REQUEST_PAYLOAD_BYTES) {
     const size_t n = std::min<size_t>(ZL_SHM_REQUEST_PAYLOAD_BYTES, in_parts - at);
     status = push_request(c, [&](zl_shm_request& out) {
-      std::memset(&out, 0, ZL_SHM_REQUEST_FIXED_BYTES);
-      out.kind = ZL_SHM_REQUEST_PROMPT_PART;
-      out.client_slot = c->slot;
-      out.client_request_id = request_id;
-      out.client_generation = c->generation;
+      begin_record(c, ZL_SHM_REQUEST_PROMPT_PART, request_id, out);
       out.prompt_kind = prompt_kind(r);
       out.payload_bytes = uint32_t(n);
       std::memcpy(out.payload, prompt.data() + at, n);
@@ -328,14 +329,7 @@ int zl_client_submit_raw(zl_client* c, const zl_shm_request* record) {
 }
 
 int zl_client_cancel(zl_client* c, uint64_t id) {
-  return push_request(c, [&](zl_shm_request& out) {
-    std::memset(&out, 0, ZL_SHM_REQUEST_FIXED_BYTES);
-    out.kind = ZL_SHM_REQUEST_CANCEL;
-    out.client_slot = c->slot;
-    out.client_request_id = id;
-    out.client_generation = c->generation;
-    out.submit_ns = now_ns();
-  });
+  return push_request(c, [&](zl_shm_request& out) { begin_record(c, ZL_SHM_REQUEST_CANCEL, id, out); });
 }
 
 int zl_client_next_event(zl_client* c, zl_event* event, int timeout_ms) {
