@@ -360,8 +360,8 @@ AdmitOutcome KvPool::admit(std::span<const int32_t> prompt, int32_t max_total_to
   }
   if (!placed) {
     out->table.clear();
-    const bool memory_was_there = config_.policy != CachePolicy::kPaged && num_total_blocks <= p.num_evictable();
-    p.fragmented_wait_blocks = memory_was_there ? p.num_evictable() : 0;
+    // Waiting for a run, not for memory: the memory lies idle, fragmented.
+    p.fragmented_wait_blocks = compaction_may_help(max_total_tokens) ? p.num_evictable() : 0;
     return AdmitOutcome::kWait;
   }
   p.fragmented_wait_blocks = 0;
