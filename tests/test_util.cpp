@@ -49,6 +49,8 @@ std::string shared_path(const std::string& rel) {
   return root + "/" + rel;
 }
 
+std::string fake_nvml_path() { return ZL_FAKE_NVML_PATH; }
+
 std::string temp_dir() {
   static TempRoot root;
   return root.path;

@@ -12,6 +12,8 @@ std::string golden_path(const std::string& rel);
 // $ZEROLAYER_SHARED_DIR/<rel> (default ../shared/<rel>), or "" when that folder is
 // missing (tests then skip).
 std::string shared_path(const std::string& rel);
+// The fake libnvidia-ml of tests/core/fake_nvml.c (its values are listed there).
+std::string fake_nvml_path();
 // A fresh directory under $TMPDIR, removed at process exit.
 std::string temp_dir();
 // Writes bytes to a file in temp_dir(); returns its path.

@@ -115,6 +115,7 @@ class HttpServer::Impl {
   // Set by attach() before `engine` is published.
   std::atomic<Engine*> engine{nullptr};
   std::unique_ptr<StatsMonitor> monitor;
+  std::unique_ptr<GpuCounters> gpu;  // null: CPU, or no NVML
   ApiLimits limits;
   ChatSettings chat;
   std::string served_name;
@@ -365,6 +366,11 @@ void HttpServer::Impl::attach(Engine& e) {
                            loaded.status().message();
     log_info("http: no chat template: ", loaded.status().message());
   }
+  if (config.device.is_cuda()) {
+    auto counters = GpuCounters::open(config.device.index, config.nvml_library);
+    if (counters.ok()) gpu = std::move(*counters);
+    else log_info("http: /metrics has no GPU counters: ", counters.status().message());
+  }
   monitor = std::make_unique<StatsMonitor>(e, 0.5);
   engine.store(&e, std::memory_order_release);
 }
@@ -442,7 +448,13 @@ void HttpServer::Impl::handle_completions(const std::shared_ptr<Session>& sessio
 void HttpServer::Impl::handle_metrics(const std::shared_ptr<Session>& session) {
   monitor->request_fresh([this, session](const EngineStats& stats) {
     HttpCounters counters{num_requests.load(), num_disconnects.load(), static_cast<int64_t>(registry.size())};
-    std::string text = prometheus_text(stats, counters, served_name);
+    std::optional<GpuSample> sample;
+    if (gpu) {
+      StatusOr<GpuSample> read = gpu->read();
+      if (read.ok()) sample = std::move(*read);
+      else log_warn("http: GPU counters: ", read.status().message());
+    }
+    std::string text = prometheus_text(stats, counters, served_name, sample ? &*sample : nullptr);
     session->post([session, text = std::move(text)]() mutable {
       session->respond(200, "text/plain; version=0.0.4; charset=utf-8", std::move(text), {});
     });

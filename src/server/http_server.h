@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "core/device.h"
 #include "core/status.h"
 
 namespace zl {
@@ -38,6 +39,11 @@ struct HttpServerConfig {
   // path whose folder may hold the template; resolved at attach_engine().
   std::string chat_template;
   std::string tokenizer_path;
+  // The engine's device: for cuda:N, /metrics adds that GPU's NVML counters
+  // (zerolayer:gpu_*) when NVML loads; nvml_library names its file ("": the
+  // default, core/gpu_counters.h).
+  Device device;
+  std::string nvml_library;
 };
 
 class HttpServer {

@@ -45,6 +45,21 @@ void counter_by_reason(std::ostringstream& out, const std::string& model_name, F
       << value << '\n';
 }
 
+// NVML's counters of the engine's GPU (core/gpu_counters.h); the
+// utilisations only where NVML supports them (not in MIG mode).
+template <typename Metric>
+void gpu_metrics(const GpuSample& gpu, const Metric& metric) {
+  if (gpu.sm_utilization)
+    metric("zerolayer:gpu_utilization_perc", "gauge",
+           "Share of NVML's last sample period (1/6 s to 1 s) in which a kernel ran on the GPU.", *gpu.sm_utilization);
+  if (gpu.memory_utilization)
+    metric("zerolayer:gpu_memory_utilization_perc", "gauge",
+           "Share of NVML's last sample period in which GPU memory was read or written (memory throughput).",
+           *gpu.memory_utilization);
+  metric("zerolayer:gpu_memory_used_bytes", "gauge", "GPU memory in use, all processes.", gpu.memory_used_bytes);
+  metric("zerolayer:gpu_memory_total_bytes", "gauge", "GPU memory installed.", gpu.memory_total_bytes);
+}
+
 }  // namespace
 
 StatsMonitor::StatsMonitor(Engine& engine, double interval_s) : engine_(engine), interval_s_(interval_s) {
@@ -99,7 +114,8 @@ void StatsMonitor::run() {
   }
 }
 
-std::string prometheus_text(const EngineStats& s, const HttpCounters& http, const std::string& model_name) {
+std::string prometheus_text(const EngineStats& s, const HttpCounters& http, const std::string& model_name,
+                            const GpuSample* gpu) {
   std::ostringstream out;
   std::string label = "{model_name=\"" + model_name + "\"}";
   auto metric = [&](const char* name, const char* type, const char* help, auto value) {
@@ -156,6 +172,7 @@ std::string prometheus_text(const EngineStats& s, const HttpCounters& http, cons
   metric("zerolayer:http_client_disconnects_total", "counter", "Clients gone before their response ended.",
          http.num_disconnects);
   metric("zerolayer:http_completions_in_flight", "gauge", "Completion requests being served.", http.num_jobs_in_flight);
+  if (gpu) gpu_metrics(*gpu, metric);
   return out.str();
 }
 

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/gpu_counters.h"
 #include "zerolayer/engine.h"
 
 namespace zl::server {
@@ -56,6 +57,9 @@ struct HttpCounters {
 
 // Prometheus text exposition; vLLM's names where they exist
 // (vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc, ...).
-std::string prometheus_text(const EngineStats& stats, const HttpCounters& http, const std::string& model_name);
+// `gpu`: the engine's CUDA device's NVML counters (zerolayer:gpu_*), or
+// nullptr on the CPU or without NVML, when those metrics are left out.
+std::string prometheus_text(const EngineStats& stats, const HttpCounters& http, const std::string& model_name,
+                            const GpuSample* gpu = nullptr);
 
 }  // namespace zl::server

@@ -262,6 +262,8 @@ def test_metrics(server):
                  "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
                  "zerolayer:kv_fragmentation_external", "zerolayer:kv_signatures_live"):
         assert name in m
+    # On the CPU there are no GPU counters (tests/server/gpu_metrics_test.cpp has them, from a fake NVML).
+    assert not [name for name in m if name.startswith("zerolayer:gpu_")]
 
 
 def test_metrics_histograms_are_prometheus_histograms(server):

@@ -165,6 +165,41 @@ TEST_F(ShmMonitorTest, SummaryAndConfigViews) {
   EXPECT_NE(config.out.find("max num seqs             4"), std::string::npos) << config.out;
 }
 
+// The monitor reads the GPU's counters itself through NVML, here the fake
+// libnvidia-ml of tests/core/fake_nvml.c (37% / 21%, 12 GiB of 141 GiB).
+TEST_F(ShmMonitorTest, GpuCountersComeFromNvmlForACudaDevice) {
+  setenv("ZEROLAYER_NVML_LIBRARY", fake_nvml_path().c_str(), 1);
+  CommandResult with = run_cli({"monitor", "--shm-name", *name_, "--json", "--once", "--device", "cuda:0"});
+  CommandResult text = run_cli({"monitor", "--shm-name", *name_, "--once", "--device", "cuda:0"});
+  CommandResult cpu = run_cli({"monitor", "--shm-name", *name_, "--json", "--once", "--device", "cpu"});
+  setenv("ZEROLAYER_NVML_LIBRARY", (temp_dir() + "/no-libnvidia-ml.so.1").c_str(), 1);
+  CommandResult missing = run_cli({"monitor", "--shm-name", *name_, "--json", "--once", "--device", "cuda:0"});
+  unsetenv("ZEROLAYER_NVML_LIBRARY");
+
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  const json gpu = json::parse(with.out)["gpu"];
+  EXPECT_EQ(gpu["device"], "cuda:0");
+  EXPECT_EQ(gpu["name"], "Fake H200");
+  EXPECT_DOUBLE_EQ(gpu["sm_utilization"].get<double>(), 0.37);
+  EXPECT_DOUBLE_EQ(gpu["memory_utilization"].get<double>(), 0.21);
+  EXPECT_EQ(gpu["memory_used_bytes"], 12ull << 30);
+  EXPECT_EQ(gpu["memory_total_bytes"], 141ull << 30);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("gpu         cuda:0 Fake H200 · kernels running 37% · memory busy 21% · memory used 12.0 of "
+                          "141.0 GiB"),
+            std::string::npos)
+      << text.out;
+
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  EXPECT_FALSE(json::parse(cpu.out).contains("gpu"));
+  EXPECT_FALSE(json::parse(cpu.out).contains("gpu_unavailable"));
+  ASSERT_EQ(missing.exit_code, 0) << missing.err;
+  const json doc = json::parse(missing.out);
+  EXPECT_FALSE(doc.contains("gpu"));
+  EXPECT_NE(doc["gpu_unavailable"]["reason"].get<std::string>().find("no-libnvidia-ml.so.1"), std::string::npos)
+      << missing.out;
+}
+
 TEST(ShmMonitorErrors, MissingOrForeignSegmentsAreClearErrors) {
   CommandResult missing = run_cli({"monitor", "--shm-name", "/zl_test_monitor_missing", "--once"});
   EXPECT_EQ(missing.exit_code, 1);

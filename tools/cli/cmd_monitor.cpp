@@ -3,7 +3,10 @@
 // shows it, refreshed every --interval seconds until Ctrl-C: on a terminal
 // the view is redrawn in place (ANSI escapes), otherwise each refresh is
 // printed after the last. --once prints one and exits; --json prints JSON
-// (one document per refresh, one per line).
+// (one document per refresh, one per line). --device cuda:N adds that GPU's
+// NVML counters, read by the monitor itself (core/gpu_counters.h): the stats
+// region does not name the server's device, so the monitor is told, as serve
+// is (ZEROLAYER_DEVICE serves both).
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,6 +18,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "core/device.h"
 #include "common.h"
 #include "monitor_view.h"
 #include "transport/stats_reader.h"
@@ -24,6 +28,7 @@ namespace {
 
 struct MonitorFlags {
   std::string shm_name = "/zerolayer";
+  std::string device = "cpu";
   bool latency_breakdown = false;
   bool signature_histogram = false;
   bool config = false;
@@ -37,14 +42,14 @@ volatile sig_atomic_t g_interrupted = 0;
 
 void on_interrupt(int) { g_interrupted = 1; }
 
-std::string render(const MonitorFlags& f, const StatsSnapshot& now, const StatsSnapshot* before) {
-  if (f.json) return monitor_json(now, before, f.shm_name).dump() + "\n";
+std::string render(const MonitorFlags& f, const StatsSnapshot& now, const StatsSnapshot* before, const GpuView& gpu) {
+  if (f.json) return monitor_json(now, before, f.shm_name, gpu).dump() + "\n";
   std::string out;
   auto add = [&](const std::string& section) { out += (out.empty() ? "" : "\n") + section; };
   if (f.config) add(render_config(now, f.shm_name));
   if (f.latency_breakdown) add(render_latency_breakdown(now, static_cast<size_t>(f.num_requests)));
   if (f.signature_histogram) add(render_signatures(now));
-  if (out.empty()) add(render_summary(now, before, f.shm_name));
+  if (out.empty()) add(render_summary(now, before, f.shm_name, gpu));
   return out;
 }
 
@@ -55,9 +60,31 @@ void sleep_interruptibly(double seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+// Samples `counters` into `view`; a failed read leaves the reason instead.
+void sample_gpu(const GpuCounters* counters, GpuView& view) {
+  if (!counters) return;
+  StatusOr<GpuSample> sample = counters->read();
+  if (sample.ok()) {
+    view.sample = std::move(*sample);
+  } else {
+    view.sample.reset();
+    view.unavailable = sample.status().message();
+  }
+}
+
 int run_monitor(const MonitorFlags& f) {
+  StatusOr<Device> device = parse_device(f.device);
+  if (!device.ok()) return report_error(device.status());
   auto reader = StatsReader::open(f.shm_name);
   if (!reader.ok()) return report_error(reader.status());
+  GpuView gpu;
+  std::unique_ptr<GpuCounters> counters;
+  if (device->is_cuda()) {
+    gpu.device = device_name(*device);
+    auto opened = GpuCounters::open(device->index);
+    if (opened.ok()) counters = std::move(*opened);
+    else gpu.unavailable = opened.status().message();
+  }
   const bool redraw = !f.once && !f.json && isatty(STDOUT_FILENO);
   if (!f.once) {
     signal(SIGINT, on_interrupt);
@@ -72,7 +99,8 @@ int run_monitor(const MonitorFlags& f) {
       exit_code = report_error(now.status());
       break;
     }
-    std::string text = render(f, *now, before ? &*before : nullptr);
+    sample_gpu(counters.get(), gpu);
+    std::string text = render(f, *now, before ? &*before : nullptr, gpu);
     if (redraw) text = "\x1b[H\x1b[2J" + text + "\n(refreshed every " + std::to_string(f.interval_s).substr(0, 4) +
                        " s; Ctrl-C quits)\n";
     else if (!first && !f.json) text = "\n" + text;
@@ -94,6 +122,10 @@ Command add_monitor_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("monitor", "Watch a running server through its shared-memory stats region");
   cmd->add_option("--shm-name", f->shm_name, "The server's shared-memory segment (serve's --shm-name)")
       ->envname("ZEROLAYER_SHM_NAME")
+      ->capture_default_str();
+  cmd->add_option("--device", f->device,
+                  "The server's device (serve's --device): for cuda:N, the view adds that GPU's NVML counters")
+      ->envname("ZEROLAYER_DEVICE")
       ->capture_default_str();
   cmd->add_flag("--latency-breakdown", f->latency_breakdown,
                 "Per-request phases (transport in, admission, queue, prefill chunks, decode steps, transport out) "

@@ -109,6 +109,7 @@ int run_serve(ServeFlags& f) {
   StatusOr<EngineConfig> config = engine_config(f);
   if (!config.ok()) return report_error(config.status());
   f.http.tokenizer_path = f.model.tokenizer;
+  f.http.device = config->device;
   std::error_code ec;
   if (!f.http.chat_template.empty() && f.http.chat_template != "chatml" &&
       !std::filesystem::is_regular_file(f.http.chat_template, ec))

@@ -108,9 +108,31 @@ std::string quantiles(const Histogram& h) {
   return "P50 " + duration(h.quantile(0.5)) + " · P99 " + duration(h.quantile(0.99));
 }
 
+std::string gpu_line(const GpuView& gpu) {
+  if (gpu.device.empty()) return "";
+  if (!gpu.sample) return format("gpu         %s: no counters (%s)\n", gpu.device.c_str(), gpu.unavailable.c_str());
+  const GpuSample& g = *gpu.sample;
+  std::string busy = g.sm_utilization ? format("kernels running %.0f%% · memory busy %.0f%% · ", 100.0 * *g.sm_utilization,
+                                               100.0 * *g.memory_utilization)
+                                      : std::string("utilisation not supported (MIG?) · ");
+  return format("gpu         %s %s · %smemory used %.1f of %.1f GiB\n", gpu.device.c_str(), g.name.c_str(), busy.c_str(),
+                static_cast<double>(g.memory_used_bytes) / (1ull << 30),
+                static_cast<double>(g.memory_total_bytes) / (1ull << 30));
+}
+
+json gpu_json(const std::string& device, const GpuSample& g) {
+  json out{{"device", device}, {"name", g.name}};
+  out["sm_utilization"] = g.sm_utilization ? json(*g.sm_utilization) : json(nullptr);
+  out["memory_utilization"] = g.memory_utilization ? json(*g.memory_utilization) : json(nullptr);
+  out["memory_used_bytes"] = g.memory_used_bytes;
+  out["memory_total_bytes"] = g.memory_total_bytes;
+  return out;
+}
+
 }  // namespace
 
-std::string render_summary(const StatsSnapshot& now, const StatsSnapshot* before, const std::string& name) {
+std::string render_summary(const StatsSnapshot& now, const StatsSnapshot* before, const std::string& name,
+                           const GpuView& gpu) {
   const zl_stats_counters& c = now.counters;
   const zl_stats_config& cfg = now.config;
   const Rates rates = rates_of(now, before);
@@ -147,7 +169,7 @@ std::string render_summary(const StatsSnapshot& now, const StatsSnapshot* before
   out += "TTFT        " + quantiles(now.histograms[ZL_STATS_HIST_TTFT_NS]) + "\nITL         " +
          quantiles(now.histograms[ZL_STATS_HIST_INTER_TOKEN_NS]) + "\ne2e         " +
          quantiles(now.histograms[ZL_STATS_HIST_E2E_NS]) + "  (all requests since start)\n";
-  return out;
+  return out + gpu_line(gpu);
 }
 
 std::string render_latency_breakdown(const StatsSnapshot& s, size_t max_requests) {
@@ -325,7 +347,8 @@ json config_json(const zl_stats_config& c) {
 
 }  // namespace
 
-nlohmann::ordered_json monitor_json(const StatsSnapshot& now, const StatsSnapshot* before, const std::string& name) {
+nlohmann::ordered_json monitor_json(const StatsSnapshot& now, const StatsSnapshot* before, const std::string& name,
+                                    const GpuView& gpu) {
   const Rates rates = rates_of(now, before);
   json histograms = json::object();
   for (size_t i = 0; i < now.histograms.size(); ++i) histograms[kHistogramNames[i]] = histogram_json(now.histograms[i]);
@@ -341,20 +364,23 @@ nlohmann::ordered_json monitor_json(const StatsSnapshot& now, const StatsSnapsho
                           {"last_hit", e.last_hit}});
   json requests = json::array();
   for (const zl_stats_request& r : now.requests) requests.push_back(request_json(r));
-  return json{{"segment", name},
-              {"read_ns", now.read_ns},
-              {"config", config_json(now.config)},
-              {"counters", counters_json(now.counters)},
-              {"rates",
-               {{"seconds", rates.seconds},
-                {"since", rates.since ? "previous refresh" : "start"},
-                {"generation_tokens_per_s", rates.generated},
-                {"prompt_tokens_per_s", rates.prompt},
-                {"steps_per_s", rates.steps}}},
-              {"histograms", histograms},
-              {"signatures", signatures},
-              {"requests", requests},
-              {"requests_dropped", now.num_requests_dropped}};
+  json out{{"segment", name},
+           {"read_ns", now.read_ns},
+           {"config", config_json(now.config)},
+           {"counters", counters_json(now.counters)},
+           {"rates",
+            {{"seconds", rates.seconds},
+             {"since", rates.since ? "previous refresh" : "start"},
+             {"generation_tokens_per_s", rates.generated},
+             {"prompt_tokens_per_s", rates.prompt},
+             {"steps_per_s", rates.steps}}},
+           {"histograms", histograms},
+           {"signatures", signatures},
+           {"requests", requests},
+           {"requests_dropped", now.num_requests_dropped}};
+  if (gpu.sample) out["gpu"] = gpu_json(gpu.device, *gpu.sample);
+  else if (!gpu.device.empty()) out["gpu_unavailable"] = {{"device", gpu.device}, {"reason", gpu.unavailable}};
+  return out;
 }
 
 }  // namespace zl::cli
