@@ -63,7 +63,8 @@ def main():
             rows.append({"round": r, "metric": name, "zerolayer_bench": z, "aiperf": a, "relative_difference": diff,
                          "load_average": load, "zerolayer_bench_command": zl["command"]})
     # Pooled over rounds: mean TTFT weighted by requests, throughput as all
-    # tokens (requests) over all the time measured; percentiles do not pool.
+    # tokens (requests) over all the time measured; percentiles do not pool
+    # from summaries (bench/agreement_detail.py pools them from each request).
     pooled = {"zl": [0.0, 0, 0, 0.0], "ai": [0.0, 0, 0, 0.0]}  # ttft sum, requests, tokens, seconds
     for r in range(1, args.rounds + 1):
         zl_run = zl_runs[r]

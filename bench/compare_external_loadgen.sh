@@ -7,9 +7,15 @@
 # server under the same load at the same moment, so their TTFT and throughput
 # should agree. Repeated ROUNDS times. Writes $OUT_DIR/agreement.md and .json:
 # per round and as the median over rounds, mean/P50/P95 TTFT, output tokens/s
-# and requests/s from each tool and the relative difference.
+# and requests/s from each tool and the relative difference. With DETAIL=1 it
+# keeps every request's timings from both tools and writes
+# $OUT_DIR/agreement_detail.md (bench/agreement_detail.py): the same TTFT
+# figures pooled with bootstrap intervals, and in the steady state. That is
+# the comparison to read: zerolayer bench starts once aiperf's warm-up is done,
+# so its first requests always queue behind aiperf's first prefill, and aiperf
+# sends its last ones alone (bench/results/README.md, agreement_detail/).
 #
-#   bench/compare_external_loadgen.sh
+#   DETAIL=1 bench/compare_external_loadgen.sh
 #
 # Why at once and why varied lengths (both measured here, see
 # bench/results/README.md): aiperf runs several Python processes that take a
@@ -43,6 +49,9 @@ NUM=${NUM:-40}
 ROUNDS=${ROUNDS:-4}
 PORT=${PORT:-18432}
 OUT_DIR=${OUT_DIR:-bench/results/agreement}
+DETAIL=${DETAIL:-0}  # 1: keep every request's timings from both tools (bench/agreement_detail.py reads them)
+detail_flag=""
+[ "$DETAIL" = 1 ] && detail_flag=--save-detailed
 mkdir -p "$OUT_DIR"
 # aiperf's transformers cannot read that folder's tokenizer.json (its merges
 # format); given only tokenizer.model it builds the same tokenizer. The copy
@@ -75,8 +84,9 @@ run_aiperf() {  # round
 }
 
 keep_aiperf_summary() {  # round
-  # Keep the summary; the per-request exports and logs are large.
+  # Keep the summary (and with DETAIL=1 the per-request records); the rest is large.
   mv "$OUT_DIR/aiperf.r$1/profile_export_aiperf.json" "$OUT_DIR/aiperf.r$1.json"
+  if [ "$DETAIL" = 1 ]; then gzip -c "$OUT_DIR/aiperf.r$1/profile_export.jsonl" > "$OUT_DIR/aiperf.r$1.jsonl.gz"; fi
   rm -rf "$OUT_DIR/aiperf.r$1" "$OUT_DIR/aiperf.r$1.log"
 }
 
@@ -84,7 +94,7 @@ run_zerolayer_bench() {  # round
   "$ZL" bench --base-url "http://127.0.0.1:$PORT" --model model --label zerolayer-bench \
     --max-concurrency "$CONCURRENCY" --num-prompts "$NUM" --random-input-len "$ISL" --random-output-len "$OSL" \
     --random-range-ratio "$RANGE_RATIO" --num-warmups 0 \
-    --token-id-range 3:32000 --seed "$1" --result-file "$OUT_DIR/zerolayer-bench.r$1.json" \
+    --token-id-range 3:32000 --seed "$1" --result-file "$OUT_DIR/zerolayer-bench.r$1.json" $detail_flag \
     > "$OUT_DIR/zerolayer-bench.r$1.md"
 }
 
@@ -111,3 +121,6 @@ done
 "$PYTHON" bench/agreement_table.py --out "$OUT_DIR/agreement" \
   --setup "$MODEL (Llama 2 tokenizer), $THREADS threads; ISL $ISL, OSL $OSL (+-$RANGE_RATIO), concurrency $CONCURRENCY and $NUM requests per tool, both tools at once" \
   --rounds "$ROUNDS" "$OUT_DIR"
+if [ "$DETAIL" = 1 ]; then
+  "$PYTHON" bench/agreement_detail.py "$OUT_DIR" > "$OUT_DIR/agreement_detail.md"
+fi

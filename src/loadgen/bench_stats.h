@@ -25,6 +25,7 @@ struct RequestResult {
   double e2e_s = 0;
   std::vector<double> itl_s;      // one gap per chunk after the first
   std::optional<double> queue_s;  // the server's own queue time, when it reports one
+  double start_s = 0;             // when its worker took it, from the pass's start
 };
 
 // Percentile p in [0, 100] of `values` with linear interpolation between

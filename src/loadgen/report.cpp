@@ -56,6 +56,22 @@ json pass_json(const PassInfo& pass) {
   return j;
 }
 
+json detail_json(const std::vector<RequestResult>& results, int64_t start_unix_ns) {
+  json d{{"start_unix_ns", start_unix_ns}};
+  for (const char* key : {"start_times", "input_lens", "output_lens", "ttfts", "e2els", "itls", "errors"})
+    d[key] = json::array();
+  for (const RequestResult& r : results) {
+    d["start_times"].push_back(r.start_s);
+    d["input_lens"].push_back(r.prompt_tokens);
+    d["output_lens"].push_back(r.output_tokens);
+    d["ttfts"].push_back(r.ttft_s);
+    d["e2els"].push_back(r.e2e_s);
+    d["itls"].push_back(r.itl_s);
+    d["errors"].push_back(r.error);
+  }
+  return d;
+}
+
 std::string markdown_table(const std::vector<PassInfo>& passes, const std::vector<double>& percentiles) {
   std::ostringstream os;
   os << "| rate (req/s) | concurrency | done | failed | req/s | out tok/s | goodput (req/s) |";

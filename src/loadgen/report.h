@@ -20,6 +20,10 @@ struct PassInfo {
 };
 
 nlohmann::json pass_json(const PassInfo& pass);
+// Per request, in request order, as `vllm bench serve --save-detailed`
+// ("input_lens", "output_lens", "ttfts", "itls", "errors"; seconds), plus
+// "e2els", "start_times" (seconds from the pass's start) and "start_unix_ns".
+nlohmann::json detail_json(const std::vector<RequestResult>& results, int64_t start_unix_ns);
 // A markdown table of the passes with the given percentiles of TTFT, TPOT, ITL and E2E.
 std::string markdown_table(const std::vector<PassInfo>& passes, const std::vector<double>& percentiles);
 

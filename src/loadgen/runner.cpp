@@ -69,11 +69,15 @@ StatusOr<RunOutcome> run_pass(Target& target, const std::vector<BenchRequest>& r
   std::atomic<int64_t> last_end_ns{0};
   DueQueue queue;
   const Clock::time_point start = Clock::now();
+  out.start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
   std::vector<std::thread> workers;
   for (int w = 0; w < num_workers; ++w) {
     workers.emplace_back([&, w] {
       for (int i; (i = queue.pop()) >= 0;) {
+        const double start_s = std::chrono::duration<double>(Clock::now() - start).count();
         sessions[w]->run(requests[i], &out.results[i]);
+        out.results[i].start_s = start_s;  // after run(), which may start the result afresh
         int64_t end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
         int64_t prev = last_end_ns.load();
         while (prev < end_ns && !last_end_ns.compare_exchange_weak(prev, end_ns)) {

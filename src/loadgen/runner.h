@@ -18,6 +18,7 @@ struct RunOutcome {
   std::vector<RequestResult> results;  // in request order
   double duration_s = 0;               // first arrival slot to the last completion
   int num_workers = 0;
+  int64_t start_unix_ns = 0;           // the pass's start, wall clock (to line up with other tools' logs)
 };
 
 // `progress(done, total)` is called from the calling thread about every 100 ms and once at the end.

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "loadgen/report.h"
+
 namespace zl::loadgen {
 namespace {
 
@@ -95,6 +97,28 @@ TEST(ParseSlo, ReadsItemsAndNamesBadOnes) {
     EXPECT_FALSE(parse_slo({bad}, &slo, &error)) << bad;
     EXPECT_NE(error.find(bad), std::string::npos) << error;
   }
+}
+
+TEST(DetailJson, ListsEachRequestInOrder) {
+  RequestResult a;
+  a.success = true;
+  a.prompt_tokens = 7;
+  a.output_tokens = 3;
+  a.ttft_s = 0.25;
+  a.e2e_s = 0.75;
+  a.itl_s = {0.2, 0.3};
+  a.start_s = 1.5;
+  RequestResult b;
+  b.error = "HTTP 503";
+  const nlohmann::json d = detail_json({a, b}, 42);
+  EXPECT_EQ(d["start_unix_ns"], 42);
+  EXPECT_EQ(d["input_lens"], nlohmann::json({7, 0}));
+  EXPECT_EQ(d["output_lens"], nlohmann::json({3, 0}));
+  EXPECT_EQ(d["ttfts"], nlohmann::json({0.25, 0.0}));
+  EXPECT_EQ(d["e2els"], nlohmann::json({0.75, 0.0}));
+  EXPECT_EQ(d["itls"][0], nlohmann::json({0.2, 0.3}));
+  EXPECT_EQ(d["start_times"], nlohmann::json({1.5, 0.0}));
+  EXPECT_EQ(d["errors"], nlohmann::json({"", "HTTP 503"}));
 }
 
 }  // namespace

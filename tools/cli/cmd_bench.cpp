@@ -72,6 +72,7 @@ struct BenchFlags {
   double queue_threshold_ms = 1.0;
   int num_warmups = 1;
   std::string result_file;
+  bool save_detailed = false;
   std::string label;
 };
 
@@ -109,6 +110,8 @@ void add_flags(CLI::App& cmd, BenchFlags& f) {
       ->capture_default_str();
   cmd.add_option("--num-warmups", f.num_warmups, "Untimed requests before the first pass")->capture_default_str();
   cmd.add_option("--result-file", f.result_file, "Write the results as JSON here");
+  cmd.add_flag("--save-detailed", f.save_detailed,
+               "Add each request's lengths, TTFT, ITLs, E2E and start time to --result-file");
   cmd.add_option("--label", f.label, "A name for this target in the JSON (e.g. the engine)");
 }
 
@@ -213,6 +216,7 @@ int run_bench(BenchFlags& f, const std::string& command) {
     PassInfo pass{rates[i], f.max_concurrency, out->num_workers,
                   summarize_run(out->results, out->duration_s, slo, f.percentiles, f.queue_threshold_ms)};
     runs.push_back(pass_json(pass));
+    if (f.save_detailed) runs.back().update(detail_json(out->results, out->start_unix_ns));
     passes.push_back(std::move(pass));
   }
   std::printf("%s", markdown_table(passes, f.percentiles).c_str());
