@@ -4,7 +4,9 @@
 //   * prefill: one forward of a --prompt token sequence (llama-bench's pp512);
 //   * decode at each --batches size B: B sequences (16-token prompts), then
 //     --steps forward passes of one token per sequence (llama-bench's tg).
-// Every measurement is repeated --runs times; min and median are reported.
+// Every measurement is repeated --runs times; min and median are reported,
+// and cpu_tok_s_median counts the calling thread's CPU time instead of wall
+// time (with --threads 1 that ignores time slices other processes took).
 // The fraction of bandwidth is weight bytes streamed per forward pass / its
 // time / the machine's read bandwidth (measured here with the same threads,
 // or given by --bandwidth-gbs).
@@ -15,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <numeric>
 #include <random>
@@ -39,6 +42,14 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// CPU time of the calling thread: with --threads 1 on a shared machine,
+// tokens per CPU second do not count the time other processes held the core.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 StatusOr<WeightFormat> parse_format(const std::string& name) {
   WeightFormat f;
   if (name == "stored") return f;
@@ -51,9 +62,11 @@ StatusOr<WeightFormat> parse_format(const std::string& name) {
 }
 
 void print_line(const Options& o, const std::string& format, const char* phase, int batch, int tokens_per_run,
-                const std::vector<double>& seconds, int64_t weight_bytes, int64_t params) {
-  std::vector<double> tok_s;
+                const std::vector<double>& seconds, const std::vector<double>& cpu_seconds, int64_t weight_bytes,
+                int64_t params) {
+  std::vector<double> tok_s, cpu_tok_s;
   for (double s : seconds) tok_s.push_back(tokens_per_run / s);
+  for (double s : cpu_seconds) cpu_tok_s.push_back(tokens_per_run / s);
   Summary s = summarize(tok_s);
   // Forward passes per second at the median, times the bytes each streams.
   double passes_per_s = std::string(phase) == "prefill" ? s.median / tokens_per_run : s.median / batch;
@@ -61,10 +74,11 @@ void print_line(const Options& o, const std::string& format, const char* phase, 
   std::printf("{\"bench\":\"%s\",\"model\":\"%s\",\"format\":\"%s\",\"isa\":\"%s\",\"threads\":%d,"
               "\"batch\":%d,\"tokens_per_run\":%d,\"runs\":%zu,\"tok_s_min\":%.2f,\"tok_s_median\":%.2f,"
               "\"tok_s_max\":%.2f,\"weight_bytes\":%lld,\"weight_gbs\":%.2f,\"bandwidth_gbs\":%.2f,"
-              "\"bw_fraction\":%.3f,\"gflops\":%.1f}\n",
+              "\"bw_fraction\":%.3f,\"gflops\":%.1f,\"cpu_tok_s_median\":%.2f}\n",
               phase, o.model.c_str(), format.c_str(), cpu::isa_name(cpu::active_isa()), o.threads, batch,
               tokens_per_run, seconds.size(), s.min, s.median, s.max, static_cast<long long>(weight_bytes), gbs,
-              o.bandwidth_gbs, gbs / o.bandwidth_gbs, 2.0 * static_cast<double>(params) * s.median / 1e9);
+              o.bandwidth_gbs, gbs / o.bandwidth_gbs, 2.0 * static_cast<double>(params) * s.median / 1e9,
+              summarize(cpu_tok_s).median);
   std::fflush(stdout);
 }
 
@@ -95,18 +109,22 @@ Status bench_format(const Options& o, const std::string& format_name) {
   // Prefill: one chunk of o.prompt tokens from position 0.
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt));
   for (int32_t& t : prompt) t = token(rng);
-  std::vector<double> prefill_s;
+  std::vector<double> prefill_s, prefill_cpu_s;
   for (int run = 0; run <= o.runs; ++run) {
     SeqChunk chunk{0, o.prompt, 0, tables[0]};
     int32_t last = o.prompt - 1;
     auto start = std::chrono::steady_clock::now();
+    const double cpu_start = thread_cpu_seconds();
     ZL_RETURN_IF_ERROR(model.forward({prompt, {&chunk, 1}, {&last, 1}}, *cache, logits.data()));
-    if (run > 0) prefill_s.push_back(seconds_since(start));  // run 0 warms up
+    if (run > 0) {  // run 0 warms up
+      prefill_s.push_back(seconds_since(start));
+      prefill_cpu_s.push_back(thread_cpu_seconds() - cpu_start);
+    }
   }
-  print_line(o, format_name, "prefill", 1, o.prompt, prefill_s, weight_bytes, params);
+  print_line(o, format_name, "prefill", 1, o.prompt, prefill_s, prefill_cpu_s, weight_bytes, params);
 
   for (int batch : o.batches) {
-    std::vector<double> decode_s;
+    std::vector<double> decode_s, decode_cpu_s;
     for (int run = 0; run <= o.runs; ++run) {
       // 16-token prompts for every sequence, untimed.
       std::vector<int32_t> toks(static_cast<size_t>(batch) * 16);
@@ -119,6 +137,7 @@ Status bench_format(const Options& o, const std::string& format_name) {
       }
       ZL_RETURN_IF_ERROR(model.forward({toks, chunks, rows}, *cache, logits.data()));
       auto start = std::chrono::steady_clock::now();
+      const double cpu_start = thread_cpu_seconds();
       for (int step = 0; step < o.steps; ++step) {
         std::vector<int32_t> step_tokens(static_cast<size_t>(batch));
         for (int32_t& t : step_tokens) t = token(rng);
@@ -130,9 +149,12 @@ Status bench_format(const Options& o, const std::string& format_name) {
         }
         ZL_RETURN_IF_ERROR(model.forward({step_tokens, chunks, rows}, *cache, logits.data()));
       }
-      if (run > 0) decode_s.push_back(seconds_since(start));
+      if (run > 0) {
+        decode_s.push_back(seconds_since(start));
+        decode_cpu_s.push_back(thread_cpu_seconds() - cpu_start);
+      }
     }
-    print_line(o, format_name, "decode", batch, batch * o.steps, decode_s, weight_bytes, params);
+    print_line(o, format_name, "decode", batch, batch * o.steps, decode_s, decode_cpu_s, weight_bytes, params);
   }
   return ok_status();
 }

@@ -48,19 +48,29 @@ int main(int argc, char** argv) {
     info.num_bytes = static_cast<uint64_t>(rows * cols * 4);
     auto w = zl::convert_matrix(info, f, storage);
     if (!w.ok()) return 1;
-    for (int t : tokens) {
-      std::vector<double> secs;
-      for (int r = 0; r <= runs; ++r) {
-        auto start = std::chrono::steady_clock::now();
-        zl::cpu::matmul(pool, x.data(), *w, nullptr, y.data(), t);
-        double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (r > 0) secs.push_back(sec);
+    // Quantized formats run as stored and, on AVX-512, packed as the loader packs them.
+    std::vector<zl::WeightMatrix> layouts = {*w};
+    if (zl::cpu::active_isa() == zl::cpu::Isa::kAvx512 && zl::cpu::packed_bytes(*w) > 0) {
+      layouts.push_back(*w);
+      layouts.back().packed = storage.allocate_bytes(zl::cpu::packed_bytes(*w));
+      zl::cpu::pack_matrix(*w, const_cast<uint8_t*>(layouts.back().packed));
+    }
+    for (const zl::WeightMatrix& m : layouts) {
+      for (int t : tokens) {
+        std::vector<double> secs;
+        for (int r = 0; r <= runs; ++r) {
+          auto start = std::chrono::steady_clock::now();
+          zl::cpu::matmul(pool, x.data(), m, nullptr, y.data(), t);
+          double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (r > 0) secs.push_back(sec);
+        }
+        auto sm = zl::bench::summarize(secs);
+        std::printf("{\"format\":\"%s\",\"layout\":\"%s\",\"isa\":\"%s\",\"rows\":%lld,\"cols\":%lld,"
+                    "\"tokens\":%d,\"ms_min\":%.3f,\"ms_median\":%.3f,\"weight_gbs\":%.2f,\"gflops\":%.1f}\n",
+                    name.c_str(), m.packed != nullptr ? "packed" : "stored", zl::cpu::isa_name(zl::cpu::active_isa()),
+                    (long long)rows, (long long)cols, t, sm.min * 1e3, sm.median * 1e3, m.num_bytes() / sm.min / 1e9,
+                    2.0 * rows * cols * t / sm.min / 1e9);
       }
-      auto sm = zl::bench::summarize(secs);
-      std::printf("{\"format\":\"%s\",\"isa\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"tokens\":%d,\"ms_min\":%.3f,"
-                  "\"ms_median\":%.3f,\"weight_gbs\":%.2f,\"gflops\":%.1f}\n",
-                  name.c_str(), zl::cpu::isa_name(zl::cpu::active_isa()), (long long)rows, (long long)cols, t,
-                  sm.min * 1e3, sm.median * 1e3, w->num_bytes() / sm.min / 1e9, 2.0 * rows * cols * t / sm.min / 1e9);
     }
   }
   return 0;

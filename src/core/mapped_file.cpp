@@ -43,6 +43,15 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void MappedFile::release_pages(const void* p, size_t n) const {
+  if (!contains(p) || n > size_ - static_cast<size_t>(static_cast<const uint8_t*>(p) - data_)) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  // Advice only: a failure leaves the pages resident, which is harmless.
+  if (begin < end) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 StatusOr<std::string> read_file(const std::string& path) {
   if (!file_exists(path)) return not_found(path, ": no such file");
   std::ifstream in(path, std::ios::binary);

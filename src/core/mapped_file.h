@@ -24,6 +24,13 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  bool contains(const void* p) const {
+    return p >= static_cast<const void*>(data_) && p < static_cast<const void*>(data_ + size_);
+  }
+  // Drops the whole pages inside [p, p + n) from this process's memory
+  // (MADV_DONTNEED) when the range lies in the map; the bytes stay readable,
+  // a later read faults them in again from the file.
+  void release_pages(const void* p, size_t n) const;
 
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size)

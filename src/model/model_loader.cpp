@@ -103,8 +103,10 @@ StatusOr<ModelSource> open_model(const std::string& spec, const LoadOptions& opt
   return source;
 }
 
-StatusOr<ModelWeights> load_model_weights(const ModelSource& source,
-                                          const std::function<void(int, int)>& progress) {
+namespace {
+
+StatusOr<ModelWeights> load_stored_weights(const ModelSource& source,
+                                           const std::function<void(int, int)>& progress) {
   switch (source.format) {
     case ModelFormat::kDummy:
       return dummy_weights(source.config, source.dummy_seed, source.weight_format);
@@ -116,6 +118,15 @@ StatusOr<ModelWeights> load_model_weights(const ModelSource& source,
                           source.weight_format);
   }
   return internal_error("unknown model format");
+}
+
+}  // namespace
+
+StatusOr<ModelWeights> load_model_weights(const ModelSource& source,
+                                          const std::function<void(int, int)>& progress) {
+  ZL_ASSIGN_OR_RETURN(ModelWeights weights, load_stored_weights(source, progress));
+  pack_weights_for_cpu(weights);
+  return weights;
 }
 
 }  // namespace zl

@@ -45,7 +45,8 @@ struct ModelSource {
 
 StatusOr<ModelSource> open_model(const std::string& spec, const LoadOptions& options = {});
 
-// Converts or maps the weights; progress(done, total) after each tensor.
+// Converts or maps the weights, then packs them for the CPU kernels
+// (pack_weights_for_cpu); progress(done, total) after each tensor.
 StatusOr<ModelWeights> load_model_weights(const ModelSource& source,
                                           const std::function<void(int, int)>& progress = {});
 

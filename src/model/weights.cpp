@@ -168,6 +168,21 @@ int64_t ModelWeights::matrix_bytes() const {
   return total + lm_head.num_bytes();
 }
 
+void pack_weights_for_cpu(ModelWeights& weights) {
+  if (cpu::active_isa() != cpu::Isa::kAvx512) return;
+  auto pack = [&](WeightMatrix& m) {
+    const int64_t bytes = cpu::packed_bytes(m);
+    if (bytes == 0 || m.packed != nullptr) return;
+    uint8_t* dst = weights.allocate_bytes(bytes);
+    cpu::pack_matrix(m, dst);
+    m.packed = dst;
+    for (const auto& file : weights.files) file->release_pages(m.data, static_cast<size_t>(m.rows * m.row_bytes()));
+  };
+  for (LayerWeights& l : weights.layers)
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m);
+  pack(weights.lm_head);
+}
+
 Status parse_dtype_flag(const std::string& text, WeightFormat& format) {
   format.convert_dtype = true;
   if (text == "auto") {

@@ -68,6 +68,15 @@ Status parse_dtype_flag(const std::string& text, WeightFormat& format);
 Status parse_quantization_flag(const std::string& text, WeightFormat& format);
 std::string weight_format_name(const WeightFormat& format);
 
+// Gives every Q8_0 / Q4_0 / I8 matrix of the layers and the classifier a
+// packed copy (cpu::pack_matrix, owned by `weights`) when the AVX-512 kernels
+// run, which read only that copy. The originals stay valid (the embedding
+// lookup, GGUF export and the CUDA upload read them): pages of a mapped file
+// are released (MADV_DONTNEED; re-read from the file if ever touched), so a
+// mapped model is not held twice; matrices converted at load keep their
+// owned copy as well (about twice their size in memory).
+void pack_weights_for_cpu(ModelWeights& weights);
+
 // How a file format names the tensors of a Llama-family model.
 enum class TensorNaming { kHuggingFace, kGguf };
 

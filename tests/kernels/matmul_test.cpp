@@ -24,7 +24,18 @@ namespace {
 struct Quantized {
   std::vector<uint8_t> data;
   std::vector<float> scales;
+  std::vector<uint8_t> packed;  // 64 bytes of slack for alignment
   WeightMatrix w;
+
+  // The same matrix with its packed copy (matmul.h) for the AVX-512 kernels.
+  WeightMatrix with_packed() {
+    packed.assign(static_cast<size_t>(packed_bytes(w)) + 64, 0);
+    uint8_t* p = packed.data() + (-reinterpret_cast<uintptr_t>(packed.data()) & 63);
+    pack_matrix(w, p);
+    WeightMatrix pw = w;
+    pw.packed = p;
+    return pw;
+  }
 };
 
 Quantized make_matrix(DType dtype, const std::vector<float>& f, int64_t rows, int64_t cols) {
@@ -97,6 +108,13 @@ TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
       matmul(pool, x.data(), m.w, bias.data(), y.data(), s.tokens, isa);
       EXPECT_LE(rel_error(y, ref), 1e-5f) << dtype_name(dtype) << " " << isa_name(isa) << " tokens " << s.tokens
                                           << " rows " << s.rows << " cols " << s.cols;
+      if (isa != Isa::kAvx512 || !quantized) continue;
+      // Packed weights: the same instructions on the same values, so the same bits.
+      const WeightMatrix packed = m.with_packed();
+      std::vector<float> yp(ref.size(), NAN);
+      matmul(pool, x.data(), packed, bias.data(), yp.data(), s.tokens, isa);
+      EXPECT_EQ(yp, y) << dtype_name(dtype) << " packed, tokens " << s.tokens << " rows " << s.rows << " cols "
+                       << s.cols;
     }
     // The exact product with the dequantized weights: what activation
     // quantization costs.
@@ -116,7 +134,8 @@ TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
 // Batch invariance at the kernel level: a token's outputs are bit-identical
 // whether it is multiplied alone (decode: weights read as stored) or among 19
 // others (register tiles of 4 tokens, and for quantized formats the decoded
-// weight panel), and whatever the split over threads.
+// weight panel), and whatever the split over threads; with packed weights too
+// (AVX-512 with 2 threads).
 TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
   const DType dtype = GetParam();
   std::mt19937 rng(5);
@@ -126,14 +145,16 @@ TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
   for (float& v : wf) v = u(rng);
   for (float& v : x) v = u(rng);
   Quantized m = make_matrix(dtype, wf, rows, cols);
+  const WeightMatrix packed = dtype_is_quantized(dtype) ? m.with_packed() : m.w;
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
     if (!isa_supported(isa)) continue;
     for (int threads : {1, 2}) {
       ThreadPool pool(threads);
+      const WeightMatrix& w = isa == Isa::kAvx512 && threads == 2 ? packed : m.w;
       std::vector<float> all(static_cast<size_t>(tokens * rows)), one(static_cast<size_t>(rows));
-      matmul(pool, x.data(), m.w, nullptr, all.data(), tokens, isa);
+      matmul(pool, x.data(), w, nullptr, all.data(), tokens, isa);
       for (int64_t t = 0; t < tokens; ++t) {
-        matmul(pool, &x[static_cast<size_t>(t * cols)], m.w, nullptr, one.data(), 1, isa);
+        matmul(pool, &x[static_cast<size_t>(t * cols)], w, nullptr, one.data(), 1, isa);
         for (int64_t r = 0; r < rows; ++r)
           ASSERT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(t * rows + r)])
               << isa_name(isa) << " threads " << threads << " token " << t << " row " << r;
@@ -171,6 +192,41 @@ TEST(MatmulTest, SharedInputTargets) {
   for (int i = 0; i < 3; ++i) {
     matmul(pool, x.data(), ms[static_cast<size_t>(i)].w, nullptr, refs[static_cast<size_t>(i)].data(), tokens);
     EXPECT_EQ(ys[static_cast<size_t>(i)], refs[static_cast<size_t>(i)]) << i;
+  }
+}
+
+// Packed quantized targets whose rows are not multiples of 16: the thread
+// split falls inside a packed group of the second target (rows 24.. of 40),
+// so a group is computed by both threads and each stores only its rows. The
+// result is the unpacked one, bit for bit.
+TEST(MatmulTest, PackedTargetsSplitInsideGroups) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "packed weights are read by the AVX-512 kernels only";
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool(2);
+  const int64_t cols = 96, rows[] = {40, 40, 41};
+  const DType dtypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kI8};
+  for (int64_t tokens : {1, 5, 9}) {
+    std::vector<float> x(static_cast<size_t>(tokens * cols));
+    for (float& v : x) v = u(rng);
+    std::vector<Quantized> ms(3);
+    std::vector<WeightMatrix> packed;
+    std::vector<std::vector<float>> ys, refs;
+    for (size_t i = 0; i < 3; ++i) {
+      std::vector<float> wf(static_cast<size_t>(rows[i] * cols));
+      for (float& v : wf) v = u(rng);
+      ms[i] = make_matrix(dtypes[i], wf, rows[i], cols);
+      packed.push_back(ms[i].with_packed());
+      ys.emplace_back(static_cast<size_t>(tokens * rows[i]), NAN);
+      refs.emplace_back(static_cast<size_t>(tokens * rows[i]));
+    }
+    std::vector<MatmulTarget> targets;
+    for (size_t i = 0; i < 3; ++i) targets.push_back({&packed[i], nullptr, ys[i].data()});
+    matmul(pool, x.data(), tokens, targets, Isa::kAvx512);
+    for (size_t i = 0; i < 3; ++i) {
+      matmul(pool, x.data(), ms[i].w, nullptr, refs[i].data(), tokens, Isa::kAvx512);
+      EXPECT_EQ(ys[i], refs[i]) << dtype_name(dtypes[i]) << " tokens " << tokens;
+    }
   }
 }
 

@@ -29,6 +29,9 @@ struct WeightMatrix {
   int64_t rows = 0;                // out_features
   int64_t cols = 0;                // in_features; a multiple of 32 for Q8_0, Q4_0, I8
   const float* scales = nullptr;   // [rows], I8 only
+  // Optional copy of a Q8_0 / Q4_0 / I8 matrix in the packed layout below,
+  // which the AVX-512 kernels stream instead of `data` (that stays valid).
+  const uint8_t* packed = nullptr;
 
   int64_t row_bytes() const { return cols / dtype_block_elems(dtype) * dtype_block_bytes(dtype); }
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }
@@ -40,6 +43,23 @@ struct WeightMatrix {
 };
 
 namespace cpu {
+
+// Packed layout of a quantized matrix, made once at load (as llama.cpp's
+// online repack does) so that decoding streams one sequential run of aligned
+// vectors instead of 16 short row streams that are transposed in registers.
+// Rows go in groups of 16 (the last one padded with zero rows); with
+// G = ceil(rows / 16) groups and B = cols / 32 blocks:
+//   codes  [G, B, vectors of 64 bytes], 32-bit lane i of each vector from row 16g + i:
+//          Q8_0 / I8: 8 vectors, vector k lane i = codes 4k..4k+3 + 128 (unsigned bytes);
+//          Q4_0:      4 vectors, vector m lane i = stored bytes 4m..4m+3 (low nibbles:
+//                     elements 4m.., high nibbles: elements 4m+16..);
+//   scales [G, B, 16] f16 block scales (Q8_0, Q4_0; I8 keeps WeightMatrix::scales).
+// The same bytes as the stored matrix when rows is a multiple of 16.
+constexpr int64_t kPackRows = 16;
+// Bytes of w packed; 0 when its format has no packed layout.
+int64_t packed_bytes(const WeightMatrix& w);
+// Writes w packed into dst[packed_bytes(w)], 64-byte aligned.
+void pack_matrix(const WeightMatrix& w, uint8_t* dst);
 
 enum class Isa { kScalar, kAvx2, kAvx512 };
 const char* isa_name(Isa isa);

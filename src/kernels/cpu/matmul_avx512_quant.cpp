@@ -11,11 +11,13 @@
 //   so sum_j code_ij * q_j = D_i - 128 * sum_j q_j, and per block
 //   acc_i += d_w,i * (d_x * float(D_i) - 128 * d_x * sum(q))   (I8: no d_w;
 //   its row scale multiplies the sum at the end).
-// Rows come either straight from the stored blocks, transposed in registers
-// (decode: each byte is read once), or from a panel of 32 rows transposed
-// once and read by every token tile (prefill). Both give the same v[k] and scales and run the
+// Rows come from the packed layout of matmul.h when the matrix has one (v[k]
+// as stored there: one sequential stream, nothing to transpose), otherwise
+// straight from the stored blocks, transposed in registers (decode: each
+// byte is read once), or from a panel of 32 rows transposed once and read by
+// every token tile (prefill). All give the same v[k] and scales and run the
 // same instructions per output, so a row's result does not depend on the
-// batch, the tile or the thread split.
+// batch, the tile, the thread split or whether the matrix is packed.
 // GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -33,6 +35,7 @@ namespace zl::cpu {
 namespace {
 
 constexpr int kGroup = 16;  // rows per vector
+static_assert(kGroup == kPackRows);
 
 template <DType D>
 constexpr int64_t kBlockBytes = D == DType::kQ8_0 ? 34 : D == DType::kQ4_0 ? 18 : 32;
@@ -130,6 +133,38 @@ struct StoredRows {
   }
 };
 
+// Rows of group `group` read from the packed layout (matmul.h).
+template <DType D>
+struct PackedRows {
+  const uint8_t* codes = nullptr;    // this group's [num_blocks, packed_code_bytes(D)]
+  const uint16_t* scales = nullptr;  // this group's [num_blocks, 16] f16 (Q8_0, Q4_0)
+  ZL_AVX512 void at_group(const WeightMatrix& w, int64_t group) {
+    const int64_t num_blocks = w.cols / 32, num_groups = (w.rows + kGroup - 1) / kGroup;
+    codes = w.packed + group * num_blocks * packed_code_bytes(D);
+    scales = reinterpret_cast<const uint16_t*>(w.packed + num_groups * num_blocks * packed_code_bytes(D)) +
+             group * num_blocks * kGroup;
+  }
+  template <int T>
+  ZL_AVX512 void block(int64_t b, __m512i* v, __m512* dw) const {
+    const uint8_t* e = codes + b * packed_code_bytes(D);
+    if constexpr (D == DType::kQ4_0) {
+      // As load_block: low nibbles times 16 for elements 4m.., high nibbles for 4m + 16..
+      const __m512i high = _mm512_set1_epi8(static_cast<char>(0xf0));
+      for (int m = 0; m < 4; ++m) {
+        const __m512i w = _mm512_load_si512(e + 64 * m);
+        v[m] = _mm512_and_si512(_mm512_slli_epi32(w, 4), high);
+        v[m + 4] = _mm512_and_si512(w, high);
+      }
+    } else {
+      for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(e + 64 * k);
+    }
+    if constexpr (D != DType::kI8) {
+      *dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * kGroup)));
+      if constexpr (D == DType::kQ4_0) *dw = _mm512_mul_ps(*dw, _mm512_set1_ps(1.0f / 16.0f));
+    }
+  }
+};
+
 // A panel entry per block: v[0..7] then the scales, 9 x 64 bytes.
 constexpr int64_t kPanelEntry = 9 * 64;
 
@@ -143,10 +178,11 @@ struct PanelRows {
   }
 };
 
-// G groups of 16 rows (src[g]) from row r0 on x tokens t0.. t0+T-1.
+// G groups of 16 rows (src[g]) from row r0 on x tokens t0.. t0+T-1; rows
+// outside [row_lo, row_end) are computed but not stored.
 template <DType D, int G, int T, class Src>
-ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t row_end,
-                     int64_t t0, float* y, int64_t ldy) {
+ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t row_lo,
+                     int64_t row_end, int64_t t0, float* y, int64_t ldy) {
   const int64_t n = in.cols, num_blocks = n / 32;
   __m512 acc[G][T];
   for (int g = 0; g < G; ++g)
@@ -177,7 +213,8 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
   }
   for (int g = 0; g < G; ++g) {
     const int64_t rg = r0 + g * kGroup;
-    const __mmask16 m = static_cast<__mmask16>(row_end - rg >= kGroup ? 0xffff : (1u << (row_end - rg)) - 1);
+    const int64_t lo = std::max<int64_t>(0, row_lo - rg), hi = std::min<int64_t>(kGroup, row_end - rg);
+    const __mmask16 m = static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
     const __m512 row_scale = D == DType::kI8 ? _mm512_maskz_loadu_ps(m, w.scales + rg) : _mm512_set1_ps(1.0f);
     for (int t = 0; t < T; ++t)
       _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rg, m, _mm512_mul_ps(acc[g][t], row_scale));
@@ -191,19 +228,25 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
                                int64_t t0, float* y, int64_t ldy, const uint8_t* panel) {
   const int64_t entry_bytes = in.cols / 32 * kPanelEntry;
   auto run = [&]<int G>(int64_t r0) {
-    if (panel != nullptr) {
+    if (w.packed != nullptr) {
+      PackedRows<D> src[G];
+      for (int g = 0; g < G; ++g) src[g].at_group(w, r0 / kGroup + g);
+      micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy);
+    } else if (panel != nullptr) {
       PanelRows src[G];
       for (int g = 0; g < G; ++g) src[g].blocks = panel + ((r0 - row_begin) / kGroup + g) * entry_bytes;
-      micro<D, G, T>(src, w, in, r0, row_end, t0, y, ldy);
+      micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
     } else if constexpr (G == 2) {
       const StoredRows<D> src[2] = {StoredRows<D>(w, r0, row_end), StoredRows<D>(w, r0 + kGroup, row_end)};
-      micro<D, G, T>(src, w, in, r0, row_end, t0, y, ldy);
+      micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
     } else {
       const StoredRows<D> src[1] = {StoredRows<D>(w, r0, row_end)};
-      micro<D, G, T>(src, w, in, r0, row_end, t0, y, ldy);
+      micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
     }
   };
-  int64_t r = row_begin;
+  // Packed groups start at multiples of 16 rows; the rows before row_begin
+  // in the first one are not stored.
+  int64_t r = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
   // Two groups share each token's codes in prefill; decoding keeps to one
   // group, as 32 concurrent row streams outrun the hardware prefetchers
   // (16 streams read ~1.5x faster here).
@@ -233,7 +276,8 @@ constexpr int64_t kPanelRows = 2 * kGroup;
 template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
-  if (in.num_tokens < kPanelMinTokens) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+  if (w.packed != nullptr || in.num_tokens < kPanelMinTokens)
+    return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   const int64_t num_blocks = in.cols / 32;
   thread_local std::vector<uint8_t> storage;
   storage.resize(static_cast<size_t>(kPanelRows / kGroup * num_blocks * kPanelEntry + 64));

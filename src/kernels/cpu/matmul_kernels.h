@@ -29,6 +29,12 @@ TileKernel tile_kernel_avx2(DType dtype);
 TileKernel tile_kernel_avx512(DType dtype);
 TileKernel tile_kernel_avx512_quant(DType dtype);  // Q8_0, Q4_0, I8
 
+// The codes (as signed values) and scale of block b (32 columns) of row r of
+// a Q8_0, Q4_0 or I8 matrix, read from its stored bytes (I8: scale 1).
+void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale);
+// Packed code bytes per group of 16 rows and block (see matmul.h).
+inline int64_t packed_code_bytes(DType d) { return d == DType::kQ4_0 ? 4 * 64 : 8 * 64; }
+
 inline bool dtype_is_quantized(DType d) { return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8; }
 
 }  // namespace zl::cpu

@@ -26,7 +26,8 @@ void tile_float(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin,
   }
 }
 
-// Weight codes and scale of block b of row r.
+}  // namespace
+
 void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale) {
   const uint8_t* p = w.row(r);
   uint16_t h;
@@ -52,6 +53,8 @@ void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, fl
       return;
   }
 }
+
+namespace {
 
 void tile_quantized(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {

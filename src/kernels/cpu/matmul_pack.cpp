@@ -1,0 +1,47 @@
+// Packing of quantized matrices into the interleaved layout of matmul.h, done
+// once at load. Plain scalar code: it runs once per weight, reads every byte
+// through weight_block (the scalar reference's reading of the stored format),
+// and its output is checked by the kernels' tests against that reference.
+#include <cstring>
+
+#include "core/check.h"
+#include "kernels/cpu/matmul_kernels.h"
+
+namespace zl::cpu {
+
+int64_t packed_bytes(const WeightMatrix& w) {
+  if (!dtype_is_quantized(w.dtype)) return 0;
+  const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
+  const int64_t scale_bytes = w.dtype == DType::kI8 ? 0 : kPackRows * 2;
+  return groups * blocks * (packed_code_bytes(w.dtype) + scale_bytes);
+}
+
+void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
+  CHECK(dtype_is_quantized(w.dtype) && w.cols % 32 == 0) << "no packed layout for " << dtype_name(w.dtype);
+  const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
+  const int64_t code_bytes = packed_code_bytes(w.dtype);
+  uint8_t* scales = dst + groups * blocks * code_bytes;  // [G, B, 16] f16
+  std::memset(dst, 0, static_cast<size_t>(packed_bytes(w)));
+  int8_t codes[32];
+  float unused_scale;
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const int64_t g = r / kPackRows, lane = r % kPackRows;
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* v = dst + (g * blocks + b) * code_bytes + 4 * lane;  // lane's word in vector 0
+      weight_block(w, r, b, codes, &unused_scale);
+      for (int j = 0; j < 32; ++j) {
+        if (w.dtype == DType::kQ4_0) {
+          // Stored byte j (j < 16) = element j | element j + 16 << 4, codes + 8.
+          if (j < 16) v[j / 4 * 64 + j % 4] = static_cast<uint8_t>((codes[j] + 8) | (codes[j + 16] + 8) << 4);
+        } else {
+          v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(codes[j] + 128);
+        }
+      }
+      // The f16 scale as stored (the first 2 bytes of a Q8_0 / Q4_0 block).
+      if (w.dtype != DType::kI8)
+        std::memcpy(scales + ((g * blocks + b) * kPackRows + lane) * 2, w.row(r) + b * dtype_block_bytes(w.dtype), 2);
+    }
+  }
+}
+
+}  // namespace zl::cpu
