@@ -20,14 +20,16 @@
 #include <thread>
 
 #include "transport/shm_ring.h"
+#include "transport/spin_policy.h"
 
 namespace {
 
 using zl::shm::atomic;
 using zl::shm::now_ns;
+using zl::shm::SpinPolicy;
 
-constexpr uint64_t kDefaultSpinNs = 20'000;        // before sleeping on the futex (zl_client_set_spin_us)
 constexpr uint64_t kSleepSliceNs = 100'000'000;    // futex timeout: liveness checks in between
+constexpr uint64_t kCheckServerNs = 10'000'000;     // waits check the server's liveness this often (a kill())
 constexpr uint64_t kRingFullWaitNs = 5'000'000'000ull;
 
 thread_local std::string g_connect_error;
@@ -48,7 +50,9 @@ struct zl_client {
   uint64_t generation = 0;
   uint64_t next_id = 1;
   uint64_t dequeue_pos = 0;
-  uint64_t spin_ns = kDefaultSpinNs;
+  zl::shm::SpinPolicy spin;        // zl_client_set_spin_us, zl_client_set_adaptive_spin_us
+  zl_client_wait_stats wait_stats{};
+  uint64_t server_checked_ns = 0;  // when a wait last ran check_server()
   std::string error;
   std::atomic<bool> stop{false};
   std::thread heartbeat;
@@ -332,12 +336,26 @@ int zl_client_cancel(zl_client* c, uint64_t id) {
   return push_request(c, [&](zl_shm_request& out) { begin_record(c, ZL_SHM_REQUEST_CANCEL, id, out); });
 }
 
+namespace {
+
+// A spin ended: descheduled (it sleeps now, or its record's hand-over was
+// delayed), or it read its record undisturbed.
+void note_spin_end(zl_client* c, bool preempted, uint64_t now) {
+  if (!preempted) return c->spin.on_clean_spin();
+  c->spin.on_preempted(now);
+  ++c->wait_stats.num_preempted_spins;
+}
+
+}  // namespace
+
 int zl_client_next_event(zl_client* c, zl_event* event, int timeout_ms) {
   zl_shm_client& me = c->me();
   uint32_t num_slots = c->header().response_ring_slots;
   uint64_t start = now_ns();
   uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : start + uint64_t(timeout_ms) * 1'000'000;
-  uint64_t spin_until = start + c->spin_ns;
+  uint64_t spin_until = c->spin.spin_deadline(start);
+  uint64_t last_clock = start;
+  bool slept = false;
   for (uint32_t spins = 0;; ++spins) {
     zl_shm_response_slot& slot = c->layout.response_slot(c->slot, c->dequeue_pos);
     if (zl::shm::ring_ready(slot, c->dequeue_pos)) {
@@ -347,21 +365,39 @@ int zl_client_next_event(zl_client* c, zl_event* event, int timeout_ms) {
       atomic(me.response_dequeue_pos).store(++c->dequeue_pos, std::memory_order_release);
       if (event->record.text_bytes > ZL_SHM_RESPONSE_TEXT_BYTES) event->record.text_bytes = ZL_SHM_RESPONSE_TEXT_BYTES;
       if (event->record.num_top_logprobs > ZL_SHM_MAX_TOP_LOGPROBS) event->record.num_top_logprobs = 0;
+      if (spins > 0 && !slept) note_spin_end(c, event->read_ns - last_clock > SpinPolicy::kPreemptedNs, event->read_ns);
+      c->spin.on_record(event->record.sink_ns, zl_event_is_terminal(event));
+      ++c->wait_stats.num_events;
+      c->wait_stats.num_woken_events += slept ? 1 : 0;
       return ZL_OK;
     }
-    if ((spins & 63) != 0 || now_ns() < spin_until) {
+    if ((spins & 63) != 0) {
       cpu_relax();
       continue;
     }
-    if (int status = c->check_server(); status != ZL_OK) return status;
+    uint64_t clock = now_ns();
+    if (clock - last_clock > SpinPolicy::kPreemptedNs && clock < spin_until) {
+      note_spin_end(c, true, clock);
+      spin_until = clock;
+    }
+    last_clock = clock;
+    if (clock < spin_until) continue;
+    if (clock - c->server_checked_ns >= kCheckServerNs) {
+      if (int status = c->check_server(); status != ZL_OK) return status;
+      c->server_checked_ns = clock;
+    }
     uint64_t now = now_ns();
     if (now >= deadline) return c->fail(ZL_ERR_TIMEOUT, "no event within the timeout");
     uint32_t seen = atomic(me.response_futex).load(std::memory_order_acquire);
     atomic(me.client_sleeping).store(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!zl::shm::ring_ready(slot, c->dequeue_pos))
+    if (!zl::shm::ring_ready(slot, c->dequeue_pos)) {
       zl::shm::futex_wait(&me.response_futex, seen, std::min(kSleepSliceNs, deadline - now));
+      ++c->wait_stats.num_sleeps;
+      slept = true;
+    }
     atomic(me.client_sleeping).store(0, std::memory_order_relaxed);
+    last_clock = now_ns();
   }
 }
 
@@ -413,7 +449,9 @@ int zl_event_is_terminal(const zl_event* e) {
   return e->record.kind == ZL_SHM_RESPONSE_FINISH || e->record.kind == ZL_SHM_RESPONSE_ERROR;
 }
 
-void zl_client_set_spin_us(zl_client* c, uint32_t spin_us) { c->spin_ns = uint64_t(spin_us) * 1000; }
+void zl_client_set_spin_us(zl_client* c, uint32_t spin_us) { c->spin.set_fixed_ns(uint64_t(spin_us) * 1000); }
+void zl_client_set_adaptive_spin_us(zl_client* c, uint32_t max_us) { c->spin.set_adaptive_ns(uint64_t(max_us) * 1000); }
+void zl_client_get_wait_stats(const zl_client* c, zl_client_wait_stats* out) { *out = c->wait_stats; }
 
 uint32_t zl_client_slot(const zl_client* c) { return c->slot; }
 uint64_t zl_client_generation(const zl_client* c) { return c->generation; }

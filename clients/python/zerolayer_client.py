@@ -89,6 +89,9 @@ _store4.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int]
 _add4 = _libatomic.__atomic_fetch_add_4
 _add4.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int]
 _add4.restype = ctypes.c_uint32
+_xchg4 = _libatomic.__atomic_exchange_4
+_xchg4.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int]
+_xchg4.restype = ctypes.c_uint32
 
 
 class _Timespec(ctypes.Structure):
@@ -237,7 +240,8 @@ class Client:
         _store8(pending, 0, _SEQ_CST)
         if not published:
             raise ServerDeadError("the server skipped this request (it took this client for dead)")
-        if _load4(self._base + _H_SLEEPING, _SEQ_CST):
+        # Whoever takes server_sleeping from 1 to 0 makes this sleep's one wake-up syscall.
+        if _load4(self._base + _H_SLEEPING, _SEQ_CST) and _xchg4(self._base + _H_SLEEPING, 0, _SEQ_CST):
             _add4(self._base + _H_FUTEX, 1, _SEQ_CST)
             _libc.syscall(_SYS_FUTEX, ctypes.c_void_p(self._base + _H_FUTEX), _FUTEX_WAKE, 0x7FFFFFFF, None, None, 0)
 

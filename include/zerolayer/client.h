@@ -99,10 +99,30 @@ ZL_CLIENT_API int zl_client_cancel(zl_client* client, uint64_t id);
 ZL_CLIENT_API void zl_client_close(zl_client* client);
 /* The last error of `client`, or with NULL the last zl_client_connect error of this thread. */
 ZL_CLIENT_API const char* zl_client_last_error(const zl_client* client);
-/* How long next_event spins before sleeping on the futex (default 20 us).
- * Spinning costs a core; it buys the lowest latency when tokens come faster
- * than a futex wake-up (tens of us). */
+/* How long next_event spins before sleeping on the futex (default 20 us)
+ * while it has no stream interval to go by (the first event of a request).
+ * Spinning costs a core; it buys the lowest latency when events come faster
+ * than a futex wake-up (5 us on an idle core, a time slice on a busy one). */
 ZL_CLIENT_API void zl_client_set_spin_us(zl_client* client, uint32_t spin_us);
+/* Adaptive spinning (default 250 us, 0: off). Within a stream, next_event
+ * learns the interval between records (from their sink_ns) and spins until
+ * the next one is due (about two mean intervals after the last) when that is
+ * within max_us, so each token is read a cache-line hand-over after it was
+ * written; when it is due later, it spins only 2 us (for records the server
+ * writes back to back) and sleeps. A spin that finds itself descheduled (more
+ * runnable threads than cores, where spinning only slows the engine) sleeps
+ * at once and stops adaptive spinning for 10 ms, doubling per repeat up to
+ * 1 s, halving after 256 undisturbed spins. With 0, every wait spins
+ * spin_us, then sleeps. */
+ZL_CLIENT_API void zl_client_set_adaptive_spin_us(zl_client* client, uint32_t max_us);
+/* How next_event's waits ended since connect: where a token's latency came from. */
+typedef struct zl_client_wait_stats {
+  uint64_t num_events;              /* records read */
+  uint64_t num_woken_events;        /* ...of which after sleeping on the futex (a wake-up's latency) */
+  uint64_t num_sleeps;              /* futex sleeps (ended by a wake-up or a 100 ms liveness timeout) */
+  uint64_t num_preempted_spins;     /* spins found descheduled (they back off adaptive spinning) */
+} zl_client_wait_stats;
+ZL_CLIENT_API void zl_client_get_wait_stats(const zl_client* client, zl_client_wait_stats* out);
 ZL_CLIENT_API const char* zl_status_name(int status);
 ZL_CLIENT_API int zl_event_is_terminal(const zl_event* event);
 

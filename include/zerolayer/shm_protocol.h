@@ -45,10 +45,18 @@
  * may have written into a reused slot are caught by the server's validation.
  *
  * Wake-ups are spin-then-futex (shared, not private, futexes on the 32-bit
- * words below). A consumer about to sleep sets its *_sleeping word to 1,
- * re-checks the ring, then FUTEX_WAITs on the *_futex word (with a timeout of
- * at most 100 ms, so that it can check its peer is alive); a producer that
- * published and sees *_sleeping == 1 increments *_futex and FUTEX_WAKEs it.
+ * words below). A consumer about to sleep reads *_futex, sets its *_sleeping
+ * word to 1, re-checks the ring, then FUTEX_WAITs on the *_futex word for the
+ * value it read (with a timeout of at most 100 ms, so that it can check its
+ * peer is alive), and stores 0 in *_sleeping when it wakes. A producer that
+ * published and sees *_sleeping == 1 takes it to 0 with an atomic exchange;
+ * if that returned 1, it increments *_futex and FUTEX_WAKEs it. So a sleep
+ * costs the producers one syscall however many records they publish before
+ * the consumer runs, and no syscall at all while the consumer spins. (A
+ * producer that wakes on seeing 1 without the exchange is correct too, only
+ * costlier.) How long a consumer spins is its own choice: the C client spins
+ * through a stream's steady record interval when that is short (see
+ * zl_client_set_adaptive_spin_us in zerolayer/client.h).
  *
  * Liveness. The server writes its pid and refreshes server_heartbeat_ns
  * (CLOCK_MONOTONIC, ns) at least every 100 ms; a client treats the server as

@@ -42,13 +42,18 @@ inline void futex_wake(uint32_t* word) { syscall(SYS_futex, word, FUTEX_WAKE, 0x
 
 // Producer side of a wake-up: after publishing, wake the consumer if it said
 // it may sleep. The fence pairs with the consumer's (sleeping = 1; fence;
-// re-check) so that one of the two always sees the other.
-inline void wake_if_sleeping(uint32_t& sleeping, uint32_t& futex_word) {
+// re-check) so that one of the two always sees the other. The producer that
+// takes `sleeping` from 1 to 0 makes the one syscall of this sleep; records
+// published after it (a burst, or other producers) cost a load, no syscall.
+// Returns whether it woke the consumer.
+inline bool wake_if_sleeping(uint32_t& sleeping, uint32_t& futex_word) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (atomic(sleeping).load(std::memory_order_relaxed) != 0) {
-    atomic(futex_word).fetch_add(1, std::memory_order_seq_cst);
-    futex_wake(&futex_word);
-  }
+  if (atomic(sleeping).load(std::memory_order_relaxed) == 0 ||
+      atomic(sleeping).exchange(0, std::memory_order_seq_cst) == 0)
+    return false;
+  atomic(futex_word).fetch_add(1, std::memory_order_seq_cst);
+  futex_wake(&futex_word);
+  return true;
 }
 
 // Pointers into a mapped segment whose header has been checked by check().

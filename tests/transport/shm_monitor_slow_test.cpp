@@ -47,7 +47,10 @@ class ShmMonitorTest : public ::testing::Test {
   }
   void SetUp() override {
     ASSERT_EQ(zl_client_connect(name_->c_str(), &client_), ZL_OK) << zl_client_last_error(nullptr);
-    zl_client_set_spin_us(client_, 100000);  // read each record as soon as it lands
+    // Read each record as soon as it lands: every wait spins up to 100 ms
+    // (no adaptive policy, whose backoff after a preemption would sleep).
+    zl_client_set_spin_us(client_, 100000);
+    zl_client_set_adaptive_spin_us(client_, 0);
   }
   void TearDown() override { zl_client_close(client_); }
 

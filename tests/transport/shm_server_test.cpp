@@ -90,6 +90,44 @@ TEST_F(ShmServerTest, GreedyTokensMatchInProcess) {
   EXPECT_GT(result.terminal.finish_s, 0.0);
 }
 
+// Greedy tokens are the same whether the client sleeps before every event
+// (no spinning) or spins through the stream, and the wait counters account
+// for every event. (Whether a given event is read after a wake-up depends on
+// the machine's load, so only their sum is checked; a wait with nothing in
+// flight must sleep.)
+TEST_F(ShmServerTest, SleepingAndSpinningClientsReadTheSameStream) {
+  std::vector<int32_t> prompt = {3, 1, 4, 1, 5};
+  zl_request request = greedy_request(prompt, 16);
+  std::vector<int32_t> tokens[2];
+  for (int spinning = 0; spinning < 2; ++spinning) {
+    zl_client_set_spin_us(client_, spinning ? 20 : 0);
+    zl_client_set_adaptive_spin_us(client_, spinning ? 100000 : 0);
+    zl_client_wait_stats before, after;
+    zl_client_get_wait_stats(client_, &before);
+    uint64_t id = 0;
+    ASSERT_EQ(zl_client_submit(client_, &request, &id), ZL_OK) << zl_client_last_error(client_);
+    uint64_t num_events = 0;
+    zl_event event;
+    do {
+      ASSERT_EQ(zl_client_next_event(client_, &event, 10000), ZL_OK) << zl_client_last_error(client_);
+      if (event.record.kind == ZL_SHM_RESPONSE_TOKEN) tokens[spinning].push_back(event.record.token);
+      ++num_events;
+    } while (!zl_event_is_terminal(&event));
+    zl_client_get_wait_stats(client_, &after);
+    EXPECT_EQ(after.num_events - before.num_events, num_events);
+    EXPECT_LE(after.num_woken_events - before.num_woken_events, after.num_sleeps - before.num_sleeps);
+  }
+  EXPECT_EQ(tokens[0].size(), 16u);
+  EXPECT_EQ(tokens[0], tokens[1]);
+  zl_client_wait_stats before, after;
+  zl_client_get_wait_stats(client_, &before);
+  zl_event event;
+  EXPECT_EQ(zl_client_next_event(client_, &event, 30), ZL_ERR_TIMEOUT);
+  zl_client_get_wait_stats(client_, &after);
+  EXPECT_GE(after.num_sleeps - before.num_sleeps, 1u);
+  EXPECT_EQ(after.num_events, before.num_events);
+}
+
 TEST_F(ShmServerTest, TextPromptWithStopAndSaltAndSignature) {
   zl_request request;
   zl_request_init(&request);
