@@ -108,13 +108,19 @@ TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
       matmul(pool, x.data(), m.w, bias.data(), y.data(), s.tokens, isa);
       EXPECT_LE(rel_error(y, ref), 1e-5f) << dtype_name(dtype) << " " << isa_name(isa) << " tokens " << s.tokens
                                           << " rows " << s.rows << " cols " << s.cols;
-      if (isa != Isa::kAvx512 || !quantized) continue;
-      // Packed weights: the same instructions on the same values, so the same bits.
+      if (isa != Isa::kAvx512 || packed_bytes(m.w) == 0) continue;
       const WeightMatrix packed = m.with_packed();
       std::vector<float> yp(ref.size(), NAN);
       matmul(pool, x.data(), packed, bias.data(), yp.data(), s.tokens, isa);
-      EXPECT_EQ(yp, y) << dtype_name(dtype) << " packed, tokens " << s.tokens << " rows " << s.rows << " cols "
-                       << s.cols;
+      // Packed quantized weights: the same instructions on the same values, so
+      // the same bits; packed bf16 sums in another order.
+      if (quantized) {
+        EXPECT_EQ(yp, y) << dtype_name(dtype) << " packed, tokens " << s.tokens << " rows " << s.rows << " cols "
+                         << s.cols;
+      } else {
+        EXPECT_LE(rel_error(yp, ref), 1e-5f) << dtype_name(dtype) << " packed, tokens " << s.tokens << " rows "
+                                             << s.rows << " cols " << s.cols;
+      }
     }
     // The exact product with the dequantized weights: what activation
     // quantization costs.
@@ -145,7 +151,7 @@ TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
   for (float& v : wf) v = u(rng);
   for (float& v : x) v = u(rng);
   Quantized m = make_matrix(dtype, wf, rows, cols);
-  const WeightMatrix packed = dtype_is_quantized(dtype) ? m.with_packed() : m.w;
+  const WeightMatrix packed = packed_bytes(m.w) > 0 ? m.with_packed() : m.w;
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
     if (!isa_supported(isa)) continue;
     for (int threads : {1, 2}) {
@@ -195,24 +201,24 @@ TEST(MatmulTest, SharedInputTargets) {
   }
 }
 
-// Packed quantized targets whose rows are not multiples of 16: the thread
-// split falls inside a packed group of the second target (rows 24.. of 40),
-// so a group is computed by both threads and each stores only its rows. The
-// result is the unpacked one, bit for bit.
+// Packed targets whose rows are not multiples of 16: the thread split falls
+// inside a packed group of the second target (rows 24.. of 40), so a group is
+// computed by both threads and each stores only its rows. The result is the
+// unpacked one, bit for bit (bf16: the packed matrix alone, split at a group).
 TEST(MatmulTest, PackedTargetsSplitInsideGroups) {
   if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "packed weights are read by the AVX-512 kernels only";
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
-  const int64_t cols = 96, rows[] = {40, 40, 41};
-  const DType dtypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kI8};
+  const int64_t cols = 96, rows[] = {40, 40, 41, 23};
+  const DType dtypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kI8, DType::kBF16};
   for (int64_t tokens : {1, 5, 9}) {
     std::vector<float> x(static_cast<size_t>(tokens * cols));
     for (float& v : x) v = u(rng);
-    std::vector<Quantized> ms(3);
+    std::vector<Quantized> ms(4);
     std::vector<WeightMatrix> packed;
     std::vector<std::vector<float>> ys, refs;
-    for (size_t i = 0; i < 3; ++i) {
+    for (size_t i = 0; i < 4; ++i) {
       std::vector<float> wf(static_cast<size_t>(rows[i] * cols));
       for (float& v : wf) v = u(rng);
       ms[i] = make_matrix(dtypes[i], wf, rows[i], cols);
@@ -221,10 +227,11 @@ TEST(MatmulTest, PackedTargetsSplitInsideGroups) {
       refs.emplace_back(static_cast<size_t>(tokens * rows[i]));
     }
     std::vector<MatmulTarget> targets;
-    for (size_t i = 0; i < 3; ++i) targets.push_back({&packed[i], nullptr, ys[i].data()});
+    for (size_t i = 0; i < 4; ++i) targets.push_back({&packed[i], nullptr, ys[i].data()});
     matmul(pool, x.data(), tokens, targets, Isa::kAvx512);
-    for (size_t i = 0; i < 3; ++i) {
-      matmul(pool, x.data(), ms[i].w, nullptr, refs[i].data(), tokens, Isa::kAvx512);
+    for (size_t i = 0; i < 4; ++i) {
+      const WeightMatrix& ref_w = dtype_is_quantized(dtypes[i]) ? ms[i].w : packed[i];
+      matmul(pool, x.data(), ref_w, nullptr, refs[i].data(), tokens, Isa::kAvx512);
       EXPECT_EQ(ys[i], refs[i]) << dtype_name(dtypes[i]) << " tokens " << tokens;
     }
   }

@@ -9,11 +9,16 @@
 // shift; f16: vcvtph2ps) and multiplied with f32 activations by FMA; the tail
 // of a row that is not a multiple of 16 uses masked loads.
 //
+// Packed bf16 (matmul.h), which the loader makes: 16 rows per vector lane,
+// one sequential stream (see packed_bf16_group).
+//
 // Quantized formats: matmul_avx512_quant.cpp.
 // GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+
+#include <algorithm>
 
 #include "kernels/cpu/matmul_kernels.h"
 
@@ -90,9 +95,69 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
   for (; r < row_end; ++r) micro_float<D, 1, T>(w, in, r, t0, y, ldy);
 }
 
+// Packed bf16 (matmul.h): lane i of each vector belongs to row 16g + i, so
+// a 64-byte load gives 16 rows x 2 columns: the shift widens column 2c, the
+// mask column 2c + 1, each multiplied by that activation broadcast. Four
+// partial sums per token (column pairs alternate, even/odd columns apart)
+// keep four FMA chains in flight; no horizontal sums. Rows outside
+// [row_lo, row_end) are computed but not stored.
+template <int T>
+ZL_AVX512 void packed_bf16_group(const WeightMatrix& w, const MatmulInput& in, int64_t g, int64_t row_lo,
+                                 int64_t row_end, int64_t t0, float* y, int64_t ldy) {
+  const int64_t n = in.cols, pairs = (n + 1) / 2;
+  const uint8_t* p = w.packed + g * pairs * 64;
+  const float* xr[T];
+  for (int t = 0; t < T; ++t) xr[t] = in.x + (t0 + t) * n;
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  __m512 acc[T][4];
+  for (int t = 0; t < T; ++t)
+    for (int a = 0; a < 4; ++a) acc[t][a] = _mm512_setzero_ps();
+  auto pair = [&](int64_t c, int a, bool has_odd) ZL_AVX512 {
+    const __m512i wv = _mm512_load_si512(p + c * 64);
+    const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
+    const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(wv, high));
+    for (int t = 0; t < T; ++t) {
+      acc[t][a] = _mm512_fmadd_ps(we, _mm512_set1_ps(xr[t][2 * c]), acc[t][a]);
+      if (has_odd) acc[t][a + 1] = _mm512_fmadd_ps(wo, _mm512_set1_ps(xr[t][2 * c + 1]), acc[t][a + 1]);
+    }
+  };
+  int64_t c = 0;
+  for (; c + 2 <= n / 2; c += 2) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + (c + 16) * 64), _MM_HINT_T0);
+    pair(c, 0, true);
+    pair(c + 1, 2, true);
+  }
+  for (; c < pairs; ++c) pair(c, 0, 2 * c + 1 < n);
+  const int64_t rg = g * 16;
+  const int64_t lo = std::max<int64_t>(0, row_lo - rg), hi = std::min<int64_t>(16, row_end - rg);
+  const __mmask16 m = static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+  for (int t = 0; t < T; ++t) {
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3]));
+    _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rg, m, sum);
+  }
+}
+
+template <int T>
+ZL_AVX512 void packed_bf16_rows(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                                int64_t t0, float* y, int64_t ldy) {
+  for (int64_t g = row_begin / 16; g * 16 < row_end; ++g) packed_bf16_group<T>(w, in, g, row_begin, row_end, t0, y, ldy);
+}
+
 template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
+  if constexpr (D == DType::kBF16) {
+    if (w.packed != nullptr) {
+      int64_t t = 0;
+      for (; t + 4 <= in.num_tokens; t += 4) packed_bf16_rows<4>(w, in, row_begin, row_end, t, y, ldy);
+      switch (in.num_tokens - t) {
+        case 3: return packed_bf16_rows<3>(w, in, row_begin, row_end, t, y, ldy);
+        case 2: return packed_bf16_rows<2>(w, in, row_begin, row_end, t, y, ldy);
+        case 1: return packed_bf16_rows<1>(w, in, row_begin, row_end, t, y, ldy);
+        default: return;
+      }
+    }
+  }
   int64_t t = 0;
   for (; t + 4 <= in.num_tokens; t += 4) rows_for_tokens<D, 4>(w, in, row_begin, row_end, t, y, ldy);
   switch (in.num_tokens - t) {

@@ -1,4 +1,4 @@
-// Packing of quantized matrices into the interleaved layout of matmul.h, done
+// Packing of bf16 and quantized matrices into the interleaved layouts of matmul.h, done
 // once at load. Plain scalar code: it runs once per weight, reads every byte
 // through weight_block (the scalar reference's reading of the stored format),
 // and its output is checked by the kernels' tests against that reference.
@@ -10,13 +10,31 @@
 namespace zl::cpu {
 
 int64_t packed_bytes(const WeightMatrix& w) {
+  const int64_t groups = (w.rows + kPackRows - 1) / kPackRows;
+  if (w.dtype == DType::kBF16) return groups * (w.cols + 1) / 2 * 64;
   if (!dtype_is_quantized(w.dtype)) return 0;
-  const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
+  const int64_t blocks = w.cols / 32;
   const int64_t scale_bytes = w.dtype == DType::kI8 ? 0 : kPackRows * 2;
   return groups * blocks * (packed_code_bytes(w.dtype) + scale_bytes);
 }
 
+namespace {
+
+// bf16: word p of row r (columns 2p, 2p + 1, as stored) to lane r % 16 of
+// vector p of group r / 16; a missing last column stays 0.
+void pack_bf16(const WeightMatrix& w, uint8_t* dst) {
+  const int64_t pairs = (w.cols + 1) / 2;
+  std::memset(dst, 0, static_cast<size_t>(packed_bytes(w)));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    uint8_t* lane = dst + (r / kPackRows) * pairs * 64 + 4 * (r % kPackRows);
+    for (int64_t p = 0; p < pairs; ++p) std::memcpy(lane + p * 64, w.row(r) + 4 * p, 2 * w.cols - 4 * p >= 4 ? 4 : 2);
+  }
+}
+
+}  // namespace
+
 void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
+  if (w.dtype == DType::kBF16) return pack_bf16(w, dst);
   CHECK(dtype_is_quantized(w.dtype) && w.cols % 32 == 0) << "no packed layout for " << dtype_name(w.dtype);
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
   const int64_t code_bytes = packed_code_bytes(w.dtype);
