@@ -110,9 +110,10 @@ ZL_CLIENT_API void zl_client_set_spin_us(zl_client* client, uint32_t spin_us);
  * within max_us, so each token is read a cache-line hand-over after it was
  * written; when it is due later, it spins only 2 us (for records the server
  * writes back to back) and sleeps. A spin that finds itself descheduled (more
- * runnable threads than cores, where spinning only slows the engine) sleeps
- * at once and stops adaptive spinning for 10 ms, doubling per repeat up to
- * 1 s, halving after 256 undisturbed spins. With 0, every wait spins
+ * runnable threads than cores, where spinning only slows the engine and gets
+ * the spinner descheduled for whole time slices while its tokens queue up)
+ * sleeps at once and stops adaptive spinning for 100 ms, doubling per repeat
+ * up to 10 s, halving after 256 undisturbed spins. With 0, every wait spins
  * spin_us, then sleeps. */
 ZL_CLIENT_API void zl_client_set_adaptive_spin_us(zl_client* client, uint32_t max_us);
 /* How next_event's waits ended since connect: where a token's latency came from. */

@@ -25,8 +25,8 @@ class SpinPolicy {
   // The server writes a long piece's TEXT records and the terminal record
   // after the last token back to back, closer than this.
   static constexpr uint64_t kBurstSpinNs = 2'000;
-  static constexpr uint64_t kBackoffMinNs = 10'000'000;     // no adaptive spin after a preemption,
-  static constexpr uint64_t kBackoffMaxNs = 1'000'000'000;  //   doubling per repeat up to this,
+  static constexpr uint64_t kBackoffMinNs = 100'000'000;     // no adaptive spin after a preemption,
+  static constexpr uint64_t kBackoffMaxNs = 10'000'000'000;  //   doubling per repeat up to this,
   static constexpr uint32_t kCleanSpinsToHalve = 256;       //   halving after this many clean spins
 
   // `fixed_ns`: the spin while no interval is known; `adaptive_ns`: the
