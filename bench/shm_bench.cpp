@@ -3,6 +3,9 @@
 //   token_transport_us   sink write (sink_ns, on the thread that publishes
 //                        the request's events) -> the client's read
 //                        (read_ns), per streamed token
+//   token_transport_{spun,woken}_us   the same, split by how the client's
+//                        wait ended: read while spinning (or already there),
+//                        or after sleeping on the futex
 //   token_interval_us    sink_ns of consecutive tokens of one request: the
 //                        engine's step interval, which decides whether a
 //                        client can afford to spin through it
@@ -54,13 +57,14 @@ struct Options {
 struct Samples {
   std::mutex mutex;
   std::vector<double> token_us, interval_us, read_gap_us, stream_us, request_us;
+  std::vector<double> spun_us, woken_us;  // token_us split by how the wait ended
   zl_client_wait_stats waits{};
 
   void add(const Samples& s) {
     std::lock_guard<std::mutex> lock(mutex);
     for (auto [to, from] : {std::pair{&token_us, &s.token_us}, {&interval_us, &s.interval_us},
                             {&read_gap_us, &s.read_gap_us}, {&stream_us, &s.stream_us},
-                            {&request_us, &s.request_us}})
+                            {&request_us, &s.request_us}, {&spun_us, &s.spun_us}, {&woken_us, &s.woken_us}})
       to->insert(to->end(), from->begin(), from->end());
     waits.num_events += s.waits.num_events;
     waits.num_woken_events += s.waits.num_woken_events;
@@ -93,13 +97,19 @@ void print(const char* bench, int clients, const char* metric, std::vector<doubl
 }
 
 // Reads one request's events up to its terminal record; with `per_token`,
-// records each token's transport time and intervals.
+// records each token's transport time (also by whether the client read it
+// spinning or after a futex wake-up) and intervals.
 void read_request(zl_client* client, bool per_token, Samples* out) {
   zl_event event;
   uint64_t last_sink = 0, last_read = 0;
+  zl_client_wait_stats before, after;
+  zl_client_get_wait_stats(client, &before);
   while (zl_client_next_event(client, &event, 10000) == ZL_OK) {
+    zl_client_get_wait_stats(client, &after);
     if (per_token && event.record.kind == ZL_SHM_RESPONSE_TOKEN) {
-      out->token_us.push_back(double(event.read_ns - event.record.sink_ns) / 1000.0);
+      double us = double(event.read_ns - event.record.sink_ns) / 1000.0;
+      out->token_us.push_back(us);
+      (after.num_woken_events > before.num_woken_events ? out->woken_us : out->spun_us).push_back(us);
       if (last_sink != 0) {
         out->interval_us.push_back(double(event.record.sink_ns - last_sink) / 1000.0);
         out->read_gap_us.push_back(double(event.read_ns - last_read) / 1000.0);
@@ -108,6 +118,7 @@ void read_request(zl_client* client, bool per_token, Samples* out) {
       last_read = event.read_ns;
     }
     if (zl_event_is_terminal(&event)) return;
+    before = after;
   }
   std::fprintf(stderr, "next_event: %s\n", zl_client_last_error(client));
 }
@@ -200,6 +211,8 @@ void run_clients(const std::string& name, int clients, const Options& o) {
   for (int c = 0; c < clients; ++c) threads.emplace_back(client_thread, name, c, std::cref(o), &samples);
   for (auto& thread : threads) thread.join();
   print("shm", clients, "token_transport_us", samples.token_us, cond);
+  print("shm", clients, "token_transport_spun_us", samples.spun_us, cond);
+  print("shm", clients, "token_transport_woken_us", samples.woken_us, cond);
   print("shm", clients, "token_interval_us", samples.interval_us, cond);
   print("shm", clients, "token_read_gap_us", samples.read_gap_us, cond);
   print("shm", clients, "stream_request_us", samples.stream_us, cond);
