@@ -5,6 +5,7 @@
 #include "zerolayer/client.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -30,6 +31,7 @@ using zl::shm::SpinPolicy;
 
 constexpr uint64_t kSleepSliceNs = 100'000'000;    // futex timeout: liveness checks in between
 constexpr uint64_t kCheckServerNs = 10'000'000;     // waits check the server's liveness this often (a kill())
+constexpr uint64_t kCheckCpusNs = 100'000'000;      // adaptive spinning looks at /proc/loadavg this often
 constexpr uint64_t kRingFullWaitNs = 5'000'000'000ull;
 
 thread_local std::string g_connect_error;
@@ -53,6 +55,8 @@ struct zl_client {
   zl::shm::SpinPolicy spin;        // zl_client_set_spin_us, zl_client_set_adaptive_spin_us
   zl_client_wait_stats wait_stats{};
   uint64_t server_checked_ns = 0;  // when a wait last ran check_server()
+  uint64_t cpus_checked_ns = 0;    // when a wait last sampled the runnable threads
+  int num_cpus = 1;                // this process may run on
   std::string error;
   std::atomic<bool> stop{false};
   std::thread heartbeat;
@@ -281,6 +285,8 @@ int zl_client_connect(const char* name, zl_client** out) {
     delete c;
     return status;
   }
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0) c->num_cpus = CPU_COUNT(&cpus);
   c->heartbeat = std::thread([c] {
     while (!c->stop.load(std::memory_order_relaxed)) {
       atomic(c->me().heartbeat_ns).store(now_ns(), std::memory_order_release);
@@ -338,6 +344,16 @@ int zl_client_cancel(zl_client* c, uint64_t id) {
 
 namespace {
 
+// More runnable threads than CPUs right now (/proc/loadavg); false when unknown.
+bool cpus_busy(int num_cpus) {
+  int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof(buf));
+  close(fd);
+  return n > 0 && zl::shm::runnable_from_loadavg(std::string_view(buf, size_t(n))) > num_cpus;
+}
+
 // A spin ended: descheduled (it sleeps now, or its record's hand-over was
 // delayed), or it read its record undisturbed.
 void note_spin_end(zl_client* c, bool preempted, uint64_t now) {
@@ -353,6 +369,10 @@ int zl_client_next_event(zl_client* c, zl_event* event, int timeout_ms) {
   uint32_t num_slots = c->header().response_ring_slots;
   uint64_t start = now_ns();
   uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : start + uint64_t(timeout_ms) * 1'000'000;
+  if (start - c->cpus_checked_ns >= kCheckCpusNs) {
+    c->spin.set_cpus_busy(cpus_busy(c->num_cpus));
+    c->cpus_checked_ns = start;
+  }
   uint64_t spin_until = c->spin.spin_deadline(start);
   uint64_t last_clock = start;
   bool slept = false;

@@ -113,8 +113,10 @@ ZL_CLIENT_API void zl_client_set_spin_us(zl_client* client, uint32_t spin_us);
  * runnable threads than cores, where spinning only slows the engine and gets
  * the spinner descheduled for whole time slices while its tokens queue up)
  * sleeps at once and stops adaptive spinning for 100 ms, doubling per repeat
- * up to 10 s, halving after 256 undisturbed spins. With 0, every wait spins
- * spin_us, then sleeps. */
+ * up to 10 s, halving after 256 undisturbed spins; nor does it spin through
+ * intervals while more threads are runnable than there are CPUs (sampled
+ * from /proc/loadavg every 100 ms). With 0, every wait spins spin_us, then
+ * sleeps. */
 ZL_CLIENT_API void zl_client_set_adaptive_spin_us(zl_client* client, uint32_t max_us);
 /* How next_event's waits ended since connect: where a token's latency came from. */
 typedef struct zl_client_wait_stats {

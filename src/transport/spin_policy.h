@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string_view>
 
 namespace zl::shm {
 
@@ -33,6 +34,10 @@ class SpinPolicy {
   // longest spin through a stream's interval, 0: never more than fixed_ns.
   void set_fixed_ns(uint64_t ns) { fixed_ns_ = ns; }
   void set_adaptive_ns(uint64_t ns) { adaptive_ns_ = ns; }
+  // Whether more threads are runnable than there are CPUs (sampled by the
+  // caller): then a spin only takes a CPU from them, the engine's included,
+  // and gets descheduled itself, so no adaptive spin.
+  void set_cpus_busy(bool busy) { cpus_busy_ = busy; }
 
   // When a wait entered at `start` stops spinning: after the fixed spin
   // without an interval to go by; with one, when the next record is due (two
@@ -42,7 +47,7 @@ class SpinPolicy {
     uint64_t fixed = start + fixed_ns_;
     if (adaptive_ns_ == 0 || last_sink_ns_ == 0 || gap_ns_ == 0) return fixed;
     uint64_t due = std::max(last_sink_ns_ + 2 * gap_ns_, start + gap_ns_);
-    if (due - start <= adaptive_ns_ && start >= backoff_until_ns_) return std::max(due, fixed);
+    if (due - start <= adaptive_ns_ && start >= backoff_until_ns_ && !cpus_busy_) return std::max(due, fixed);
     return start + std::min(fixed_ns_, kBurstSpinNs);
   }
 
@@ -82,6 +87,25 @@ class SpinPolicy {
   uint64_t backoff_ns_ = 0;
   uint64_t backoff_until_ns_ = 0;
   uint32_t num_clean_spins_ = 0;   // since the last preemption or halving
+  bool cpus_busy_ = false;
 };
+
+// The number of runnable threads in /proc/loadavg's text ("0.52 0.58 0.59
+// 3/467 12345": the 4th field's numerator, this reader included), or -1.
+inline int runnable_from_loadavg(std::string_view text) {
+  for (int field = 0; field < 3; ++field) {
+    size_t space = text.find(' ');
+    if (space == std::string_view::npos) return -1;
+    text.remove_prefix(space + 1);
+  }
+  size_t slash = text.find('/');
+  if (slash == 0 || slash == std::string_view::npos || slash > 9) return -1;
+  int n = 0;
+  for (char c : text.substr(0, slash)) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
 
 }  // namespace zl::shm

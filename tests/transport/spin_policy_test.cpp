@@ -103,5 +103,24 @@ TEST(SpinPolicyTest, PreemptionBacksOffDoublingThenHalves) {
   EXPECT_EQ(p.backoff_ns(), SpinPolicy::kBackoffMaxNs / 2);
 }
 
+// More runnable threads than CPUs: spinning would take a CPU from them.
+TEST(SpinPolicyTest, NoAdaptiveSpinWhileTheCpusAreBusy) {
+  SpinPolicy p = policy(20, 250);
+  feed(p, 5, 100);
+  p.set_cpus_busy(true);
+  EXPECT_EQ(p.spin_deadline(kT0 + kUs), kT0 + kUs + SpinPolicy::kBurstSpinNs);
+  p.set_cpus_busy(false);
+  EXPECT_EQ(p.spin_deadline(kT0 + kUs), kT0 + 200 * kUs);
+}
+
+TEST(SpinPolicyTest, RunnableThreadsFromLoadavg) {
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 3/467 12345\n"), 3);
+  EXPECT_EQ(runnable_from_loadavg("17.04 15.58 11.08 21/310 9"), 21);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59"), -1);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 /467 1"), -1);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 x/467 1"), -1);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 12345678901/4 1"), -1);
+}
+
 }  // namespace
 }  // namespace zl::shm
