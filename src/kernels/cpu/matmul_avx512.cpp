@@ -95,6 +95,8 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
   for (; r < row_end; ++r) micro_float<D, 1, T>(w, in, r, t0, y, ldy);
 }
 
+constexpr int64_t kPrefetchPairs = 64;  // packed bf16: 64-byte vectors read ahead
+
 // Packed bf16 (matmul.h): lane i of each vector belongs to row 16g + i, so
 // a 64-byte load gives 16 rows x 2 columns: the shift widens column 2c, the
 // mask column 2c + 1, each multiplied by that activation broadcast. Four
@@ -123,7 +125,10 @@ ZL_AVX512 void packed_bf16_group(const WeightMatrix& w, const MatmulInput& in, i
   };
   int64_t c = 0;
   for (; c + 2 <= n / 2; c += 2) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + (c + 16) * 64), _MM_HINT_T0);
+    // Both lines of the step, 4 KiB ahead: the hardware prefetchers alone
+    // left a thread ~25% below this on one stream (llama-110m decode).
+    _mm_prefetch(reinterpret_cast<const char*>(p + (c + kPrefetchPairs) * 64), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + (c + kPrefetchPairs + 1) * 64), _MM_HINT_T0);
     pair(c, 0, true);
     pair(c + 1, 2, true);
   }
