@@ -1,11 +1,11 @@
 #include "engine/sampler.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
+
+#include "kernels/cpu/argmax.h"
 
 namespace zl {
 namespace {
@@ -24,33 +24,6 @@ struct LogitDescending {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   }
 };
-
-// Index of the largest logit, lowest on ties (as torch.argmax): a vector max
-// pass, then a vector search for its first occurrence.
-__attribute__((target("avx512f"))) int32_t argmax_avx512(const float* logits, int32_t n) {
-  __m512 best = _mm512_set1_ps(-INFINITY);
-  int32_t i = 0;
-  for (; i + 16 <= n; i += 16) best = _mm512_max_ps(best, _mm512_loadu_ps(logits + i));
-  float max_value = _mm512_reduce_max_ps(best);
-  for (; i < n; ++i) max_value = logits[i] > max_value ? logits[i] : max_value;
-  const __m512 target = _mm512_set1_ps(max_value);
-  for (i = 0; i + 16 <= n; i += 16) {
-    __mmask16 hits = _mm512_cmpeq_ps_mask(_mm512_loadu_ps(logits + i), target);
-    if (hits != 0) return i + __builtin_ctz(hits);
-  }
-  for (; i < n; ++i)
-    if (logits[i] == max_value) return i;
-  return 0;  // every logit NaN
-}
-
-int32_t argmax(const float* logits, int32_t n) {
-  static const bool has_avx512 = __builtin_cpu_supports("avx512f");
-  if (has_avx512) return argmax_avx512(logits, n);
-  int32_t best = 0;
-  for (int32_t i = 1; i < n; ++i)
-    if (logits[i] > logits[best]) best = i;
-  return best;
-}
 
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
@@ -112,10 +85,15 @@ uint64_t Sampler::next_random() {
   return result;
 }
 
-bool Sampler::has_penalties() const {
-  return params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-         params_.frequency_penalty != 0.0f;
+static bool penalties_on(const SamplingParams& p) {
+  return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
 }
+
+bool Sampler::is_plain_greedy(const SamplingParams& p) {
+  return p.temperature == 0.0f && !penalties_on(p) && !p.return_logprob && p.num_top_logprobs == 0;
+}
+
+bool Sampler::has_penalties() const { return penalties_on(params_); }
 
 void Sampler::apply_penalties(float* logits) const {
   const SamplingParams& p = params_;
@@ -206,7 +184,7 @@ SampleResult Sampler::sample(float* logits) {
     apply_penalties(logits);
   }
   if (params_.temperature == 0.0f) {
-    result.token = argmax(logits, vocab_size_);
+    result.token = cpu::argmax_f32(logits, vocab_size_);
   } else {
     result.token = draw(logits);
   }

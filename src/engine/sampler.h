@@ -50,6 +50,10 @@ class Sampler {
  public:
   Sampler(const SamplingParams& params, int32_t vocab_size);
 
+  // Temperature 0, no penalty, no logprob: the token is the argmax of the
+  // logits and sample() keeps no state, so callers may skip the sampler.
+  static bool is_plain_greedy(const SamplingParams& params);
+
   // The prompt's tokens count for the repetition penalty.
   void set_prompt(std::span<const int32_t> prompt);
   // logits: [vocab_size], modified in place. Records the chosen token for penalties.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/activation.h"
+#include "kernels/cpu/argmax.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rmsnorm.h"
@@ -168,9 +169,19 @@ void LlamaModel::mlp_block(int32_t layer, int64_t num_tokens) {
 
 void LlamaModel::use_cuda(std::unique_ptr<CudaLlamaModel> cuda) { cuda_ = std::move(cuda); }
 
-Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
+Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits, int32_t* greedy_tokens) {
   ZL_RETURN_IF_ERROR(validate(batch, cache));
-  if (cuda_) return cuda_->forward(batch, logits);
+  if (cuda_) {
+    ZL_RETURN_IF_ERROR(cuda_->forward(batch, logits));
+  } else {
+    forward_cpu(batch, cache, logits);
+  }
+  if (greedy_tokens != nullptr)
+    cpu::argmax_rows_f32(pool_, logits, static_cast<int64_t>(batch.logit_rows.size()), config_.vocab_size, greedy_tokens);
+  return ok_status();
+}
+
+void LlamaModel::forward_cpu(const ForwardBatch& batch, KvCache& cache, float* logits) {
   const ModelConfig& c = config_;
   Buffers& b = *buf_;
   const int64_t num_tokens = static_cast<int64_t>(batch.tokens.size());
@@ -195,7 +206,6 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* log
     cpu::rmsnorm_f32(&b.x[int64_t{batch.logit_rows[r]} * c.dim], weights_.final_norm, &b.xb[r * c.dim], 1,
                      c.dim, c.rms_norm_eps);
   cpu::matmul(pool_, b.xb.data(), weights_.lm_head, nullptr, logits, num_rows);
-  return ok_status();
 }
 
 }  // namespace zl

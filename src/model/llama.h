@@ -50,9 +50,12 @@ class LlamaModel {
   const ModelConfig& config() const { return config_; }
   int32_t max_batch_tokens() const { return max_batch_tokens_; }
 
-  // logits: [logit_rows.size(), vocab_size]. Errors (bad ids, positions past
-  // max_seq_len, a block table too short) are reported before any work.
-  Status forward(const ForwardBatch& batch, KvCache& cache, float* logits);
+  // logits: [logit_rows.size(), vocab_size]. greedy_tokens, if given:
+  // [logit_rows.size()], each logits row's argmax (greedy decoding's token,
+  // found by the pool while the rows are still in cache). Errors (bad ids,
+  // positions past max_seq_len, a block table too short) are reported before
+  // any work.
+  Status forward(const ForwardBatch& batch, KvCache& cache, float* logits, int32_t* greedy_tokens = nullptr);
 
   // From now on forward() runs on that CUDA model (whose KV pool lives on
   // the device; `cache` then only names block ids and sizes).
@@ -60,6 +63,7 @@ class LlamaModel {
 
  private:
   Status validate(const ForwardBatch& batch, const KvCache& cache) const;
+  void forward_cpu(const ForwardBatch& batch, KvCache& cache, float* logits);
   void attention_block(int32_t layer, int64_t num_tokens, KvCache& cache);
   void mlp_block(int32_t layer, int64_t num_tokens);
 
