@@ -1,7 +1,6 @@
 #include "model/kv_cache.h"
 
 #include <cstring>
-#include <new>
 
 namespace zl {
 
@@ -17,8 +16,8 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::create(const ModelConfig& config, in
   cache->num_layers_ = config.num_layers;
   cache->layer_stride_ = int64_t{num_blocks} * block_size * config.kv_dim();
   size_t total = static_cast<size_t>(cache->layer_stride_) * static_cast<size_t>(config.num_layers);
-  cache->k_.reset(new (std::nothrow) float[total]);
-  cache->v_.reset(new (std::nothrow) float[total]);
+  cache->k_ = allocate_huge_buffer(total * sizeof(float));
+  cache->v_ = allocate_huge_buffer(total * sizeof(float));
   if (!cache->k_ || !cache->v_)
     return resource_exhausted("cannot allocate a KV cache of ", 2 * total * sizeof(float), " bytes");
   return cache;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/huge_buffer.h"
 #include "core/status.h"
 #include "model/config.h"
 
@@ -28,8 +29,8 @@ class KvCache {
   int32_t block_size() const { return block_size_; }
   int32_t kv_dim() const { return kv_dim_; }
   // [num_blocks, block_size, kv_dim] for one layer.
-  float* k(int32_t layer) { return k_ ? k_.get() + layer * layer_stride_ : nullptr; }
-  float* v(int32_t layer) { return v_ ? v_.get() + layer * layer_stride_ : nullptr; }
+  float* k(int32_t layer) { return k_ ? static_cast<float*>(k_.get()) + layer * layer_stride_ : nullptr; }
+  float* v(int32_t layer) { return v_ ? static_cast<float*>(v_.get()) + layer * layer_stride_ : nullptr; }
   // Copies one block's keys and values, in every layer (KV compaction).
   void copy_block(int32_t src, int32_t dst);
 
@@ -37,8 +38,8 @@ class KvCache {
   KvCache() = default;
   int32_t num_blocks_ = 0, block_size_ = 0, kv_dim_ = 0, num_layers_ = 0;
   int64_t layer_stride_ = 0;  // num_blocks * block_size * kv_dim
-  std::unique_ptr<float[]> k_;  // [num_layers, num_blocks, block_size, kv_dim]
-  std::unique_ptr<float[]> v_;  // same
+  HugeBuffer k_;  // f32 [num_layers, num_blocks, block_size, kv_dim]
+  HugeBuffer v_;  // same
   std::function<void(int32_t, int32_t)> external_copy_;  // set for external storage
 };
 

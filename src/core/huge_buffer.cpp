@@ -1,0 +1,34 @@
+#include "core/huge_buffer.h"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+
+namespace zl {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+}  // namespace
+
+void HugeBufferDeleter::operator()(void* p) const { munmap(p, bytes); }
+
+HugeBuffer allocate_huge_buffer(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  // Over-map by one huge page so that an aligned start exists, then unmap
+  // the unaligned head and tail.
+  const size_t mapped = bytes + kHugePage;
+  void* raw = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return HugeBuffer(nullptr, HugeBufferDeleter{});
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (begin + kHugePage - 1) & ~(kHugePage - 1);
+  if (aligned > begin) munmap(raw, aligned - begin);
+  const uintptr_t tail = aligned + bytes;
+  const uintptr_t end = begin + mapped;
+  if (end > tail) munmap(reinterpret_cast<void*>(tail), end - tail);
+  void* p = reinterpret_cast<void*>(aligned);
+  madvise(p, bytes, MADV_HUGEPAGE);  // advisory: 4 KiB pages if refused
+  return HugeBuffer(p, HugeBufferDeleter{bytes});
+}
+
+}  // namespace zl

@@ -1,0 +1,23 @@
+// Large anonymous buffers on 2 MiB pages where the kernel allows it
+// (transparent huge pages in "madvise" or "always" mode), else 4 KiB pages.
+// Why: a decode step streams the whole KV pool; on 4 KiB pages that walks
+// tens of thousands of pages, which evicts every TLB entry (in a virtual
+// machine each miss is a two-level page walk), and the engine's per-sequence
+// state then misses the TLB after every forward pass.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace zl {
+
+struct HugeBufferDeleter {
+  size_t bytes = 0;
+  void operator()(void* p) const;
+};
+using HugeBuffer = std::unique_ptr<void, HugeBufferDeleter>;
+
+// Zero-filled, 2 MiB aligned; nullptr if the memory cannot be mapped.
+HugeBuffer allocate_huge_buffer(size_t bytes);
+
+}  // namespace zl
