@@ -8,9 +8,11 @@
 //   (*engine)->abort(*id);                              // any thread
 //
 // Contracts: submit() and abort() are safe from any thread and only push onto
-// a lock-free inbox. Sinks are called on the engine thread and must not block
-// (hand the event to your own queue or ring). Every accepted request gets
-// exactly one FinishEvent, after which its KV memory is back in the pool.
+// a lock-free inbox. Sinks are called by the engine's output stage (its own
+// thread, or the engine thread for a small step), one call at a time and in
+// order, and must not block (hand the event to your own queue or ring). Every
+// accepted request gets exactly one FinishEvent, after which its KV memory is
+// back in the pool.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // What a client hands the engine (Request) and what comes back (TokenEvent,
 // then exactly one FinishEvent), delivered through the request's EventSink on
-// the engine thread. Shared by the in-process API, HTTP and shared memory.
+// the engine's output stage (engine/output_stage.h). Shared by the in-process
+// API, HTTP and shared memory.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +52,8 @@ struct FinishEvent {
   RequestTimings timings;
 };
 
-// Receives one request's events on the engine thread.
+// Receives one request's events from the engine's output stage: one call at a
+// time, in order, from its thread or the engine thread.
 class EventSink {
  public:
   virtual ~EventSink() = default;

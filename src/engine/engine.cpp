@@ -78,6 +78,7 @@ class Engine::Impl {
     message->kind = InboxMessage::Kind::kStop;
     inbox.push(message);
     if (thread.joinable()) thread.join();
+    output.reset();  // delivers the last events while the tokenizer lives
   }
 
   Status load();
@@ -96,6 +97,7 @@ class Engine::Impl {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<KvCache> cache;
+  std::unique_ptr<OutputStage> output;  // events to sinks, on its own thread
   std::unique_ptr<EngineCore> core;
   std::unique_ptr<StatsPublisher> publisher;  // engine thread; set while a stats region is attached
   uint64_t fingerprint = 0;
@@ -145,7 +147,16 @@ Status Engine::Impl::load() {
   }
   std::vector<int32_t> eos = mc.eos_token_ids;
   if (source.tokenizer->special_ids().eos >= 0) eos.push_back(source.tokenizer->special_ids().eos);
-  core = std::make_unique<EngineCore>(config, *model, *cache, std::move(eos));
+  output = std::make_unique<OutputStage>(
+      [this](RequestId id) {
+        auto message = new InboxMessage();
+        message->kind = InboxMessage::Kind::kStopString;
+        message->id = id;
+        inbox.push(message);
+      },
+      EngineCore::output_capacity(config));
+  output->start_thread();
+  core = std::make_unique<EngineCore>(config, *model, *cache, std::move(eos), output.get());
   fingerprint = model_fingerprint(source);
   info.name = config.model;
   info.is_directory = source.format == ModelFormat::kHuggingFace;
@@ -224,6 +235,9 @@ void Engine::Impl::drain() {
         break;
       case InboxMessage::Kind::kAbort:
         core->abort(m->id);
+        break;
+      case InboxMessage::Kind::kStopString:
+        core->stop_by_string(m->id);
         break;
       case InboxMessage::Kind::kStats:
         *m->stats_out = core->stats();

@@ -37,12 +37,16 @@ bool admitted_later(const std::unique_ptr<Sequence>& a, const std::unique_ptr<Se
 }  // namespace
 
 EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& cache,
-                       std::vector<int32_t> eos_ids)
+                       std::vector<int32_t> eos_ids, OutputStage* output)
     : config_(config),
       model_(model),
       cache_(cache),
       eos_ids_(std::move(eos_ids)),
-      pool_(KvPoolConfig{cache.num_blocks(), cache.block_size(), config.cache_policy}) {
+      pool_(KvPoolConfig{cache.num_blocks(), cache.block_size(), config.cache_policy}),
+      own_output_(output ? nullptr
+                         : std::make_unique<OutputStage>([this](RequestId id) { pending_stops_.push_back(id); },
+                                                         output_capacity(config))),
+      output_(output ? output : own_output_.get()) {
   const size_t max_seqs = static_cast<size_t>(config.max_num_seqs);
   batch_tokens_.reserve(static_cast<size_t>(config.max_num_batched_tokens));
   batch_chunks_.reserve(max_seqs);
@@ -52,6 +56,7 @@ EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& c
   running_.reserve(max_seqs);
   waiting_.reserve(static_cast<size_t>(config.max_num_waiting) + max_seqs);
   logits_.resize(max_seqs * static_cast<size_t>(model.config().vocab_size));
+  greedy_tokens_.resize(max_seqs);
 }
 
 void EngineCore::insert_waiting(std::unique_ptr<Sequence> seq) {
@@ -67,12 +72,22 @@ void EngineCore::enqueue(std::unique_ptr<Sequence> seq) {
 }
 
 void EngineCore::abort(RequestId id) {
+  finish_by_id(id, FinishReason::kAborted, "aborted");
+  publish();
+}
+
+void EngineCore::stop_by_string(RequestId id) {
+  finish_by_id(id, FinishReason::kStop, "stop string");
+  publish();
+}
+
+void EngineCore::finish_by_id(RequestId id, FinishReason reason, const char* detail) {
   Clock::time_point now = Clock::now();
   for (auto& seq : running_)
-    if (seq->id == id && seq->state == SeqState::kRunning) finish(seq.get(), FinishReason::kAborted, "aborted", now);
+    if (seq->id == id && seq->state == SeqState::kRunning) finish(seq.get(), reason, detail, now);
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     if ((*it)->id == id) {
-      finish(it->get(), FinishReason::kAborted, "aborted", now);
+      finish(it->get(), reason, detail, now);
       waiting_.erase(it);
       break;
     }
@@ -86,6 +101,19 @@ void EngineCore::abort_all() {
   for (auto& seq : waiting_) finish(seq.get(), FinishReason::kAborted, "engine shut down", now);
   waiting_.clear();
   reap_finished();
+  publish();
+}
+
+// Hands the step's records to the output stage. Inline (no stage thread),
+// stop strings found while delivering end their requests right here.
+void EngineCore::publish() {
+  output_->publish();
+  while (!pending_stops_.empty()) {
+    const RequestId id = pending_stops_.back();
+    pending_stops_.pop_back();
+    finish_by_id(id, FinishReason::kStop, "stop string");
+    output_->publish();
+  }
 }
 
 void EngineCore::admit_waiting() {
@@ -152,6 +180,7 @@ void EngineCore::add_to_batch(Sequence* seq, int32_t num_tokens) {
   if (seq->num_computed + num_tokens == static_cast<int32_t>(seq->tokens.size())) {
     batch_rows_.push_back(begin + num_tokens - 1);
     row_seqs_.push_back(seq);
+    num_greedy_rows_ += seq->plain_greedy;
   }
   scheduled_.push_back(Scheduled{seq, num_tokens});
 }
@@ -162,6 +191,7 @@ void EngineCore::schedule() {
   batch_rows_.clear();
   row_seqs_.clear();
   scheduled_.clear();
+  num_greedy_rows_ = 0;
   int32_t budget = config_.max_num_batched_tokens;
   // Decodes first. A decode that finds no block preempts the latest admitted
   // sequence (possibly itself); running_ only shrinks from the back here.
@@ -201,7 +231,7 @@ void EngineCore::step() {
   Clock::time_point start = Clock::now();
   if (have_last_forward_) sched_gap_ns_.record(nanos_between(last_forward_end_, start));
   ForwardBatch batch{batch_tokens_, batch_chunks_, batch_rows_};
-  Status status = model_.forward(batch, cache_, logits_.data());
+  Status status = model_.forward(batch, cache_, logits_.data(), num_greedy_rows_ > 0 ? greedy_tokens_.data() : nullptr);
   Clock::time_point end = Clock::now();
   batch_seqs_.record(scheduled_.size());
   batch_tokens_hist_.record(batch_tokens_.size());
@@ -211,6 +241,7 @@ void EngineCore::step() {
     update(end);
   }
   reap_finished();
+  publish();
   // The gap (sampling, publishing, scheduling) is measured only between
   // back-to-back steps, never across idle time.
   have_last_forward_ = has_work();
@@ -218,45 +249,54 @@ void EngineCore::step() {
 }
 
 void EngineCore::update(Clock::time_point now) {
+  prefetch_scheduled();
   request_log_.on_step(now);
   for (const Scheduled& s : scheduled_) {
     Sequence* seq = s.seq;
     if (seq->num_generated() == 0) seq->trace.on_prefill_chunk(s.num_tokens, now, request_log_.num_steps());
     seq->num_computed += s.num_tokens;
     pool_.commit(seq->blocks, seq->tokens, seq->num_computed);
-    if (seq->prefilled_at == Clock::time_point() && seq->num_computed >= seq->num_prompt_tokens) seq->prefilled_at = now;
+    // Read prefilled_at (a cold line) only in the step that completes the prompt.
+    const bool prompt_done = seq->num_computed >= seq->num_prompt_tokens;
+    if (prompt_done && seq->num_computed - s.num_tokens < seq->num_prompt_tokens && seq->prefilled_at == Clock::time_point())
+      seq->prefilled_at = now;
   }
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
-  for (size_t row = 0; row < row_seqs_.size(); ++row) sample_next(row_seqs_[row], &logits_[row * vocab], now);
+  for (size_t row = 0; row < row_seqs_.size(); ++row)
+    sample_next(row_seqs_[row], &logits_[row * vocab], greedy_tokens_[row], now);
 }
 
-void EngineCore::sample_next(Sequence* seq, float* logits, Clock::time_point now) {
-  SampleResult sample = seq->sampler.sample(logits);
+void EngineCore::sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now) {
+  int32_t token = greedy_token;  // the forward pass's argmax of `logits`
+  float logprob = 0.0f;
+  std::vector<TokenLogprob>* top = nullptr;
+  if (!seq->plain_greedy) {
+    SampleResult sample = seq->sampler.sample(logits);
+    token = sample.token;
+    logprob = sample.logprob;
+    if (!sample.top.empty()) top = new std::vector<TokenLogprob>(std::move(sample.top));
+  }
   if (seq->num_generated() == 0 && seq->first_token_at == Clock::time_point()) seq->first_token_at = now;
-  const Request& req = seq->request;
-  const int32_t token = sample.token;
-  bool is_eos = std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), token) != req.stop_token_ids.end();
-  if (!req.ignore_eos) is_eos |= std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();
-  if (is_eos) return finish(seq, FinishReason::kStop, "eos", now);
-  if (req.min_token_prob > 0.0f && std::exp(sample.logprob) < req.min_token_prob)
-    return finish(seq, FinishReason::kStop, "min_token_prob", now);
+  bool is_eos = !seq->ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();
+  if (seq->has_stop_token_ids) {
+    const std::vector<int32_t>& ids = seq->request.stop_token_ids;
+    is_eos |= std::find(ids.begin(), ids.end(), token) != ids.end();
+  }
+  if (is_eos || (seq->min_token_prob > 0.0f && std::exp(logprob) < seq->min_token_prob)) {
+    delete top;
+    return finish(seq, FinishReason::kStop, is_eos ? "eos" : "min_token_prob", now);
+  }
   seq->tokens.push_back(token);
   if (seq->last_token_at != Clock::time_point()) inter_token_ns_.record(nanos_between(seq->last_token_at, now));
   seq->last_token_at = now;
   generation_tokens_total_++;
-  TokenEvent event;
-  event.id = seq->id;
-  event.token = token;
-  event.text = seq->stops.push(seq->decoder.push(token));
-  event.logprob = sample.logprob;
-  event.top_logprobs = std::move(sample.top);
-  req.sink->on_token(event);
-  if (seq->stops.stopped()) return finish(seq, FinishReason::kStop, "stop string", now);
+  // Text and stop strings are the output stage's (engine/output_stage.h).
+  output_->push_token(seq->output.get(), token, logprob, top);
   if (static_cast<int32_t>(seq->tokens.size()) >= seq->max_total_tokens) finish(seq, FinishReason::kLength, "length", now);
 }
 
 void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, Clock::time_point now) {
-  FinishEvent event;
+  FinishEvent& event = seq->output->finish;
   event.id = seq->id;
   event.reason = reason;
   event.stop_detail = detail;
@@ -264,9 +304,6 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   event.num_cached_prompt_tokens = seq->num_cached_prompt_tokens;
   event.num_generated_tokens = seq->num_generated();
   event.num_preemptions = seq->num_preemptions;
-  // Text held back (partial characters, a possible stop prefix) ends here,
-  // except after a stop string, whose tail is dropped.
-  if (!seq->stops.stopped()) event.remaining_text = seq->stops.push(seq->decoder.flush()) + seq->stops.flush();
   auto since_submit = [&](Clock::time_point t) {
     return t == Clock::time_point() ? 0.0 : seconds_between(seq->submitted_at, t);
   };
@@ -276,6 +313,7 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   event.timings.finish_s = since_submit(now);
   if (seq->state == SeqState::kRunning) pool_.release(seq->blocks);
   seq->state = SeqState::kFinished;
+  any_finished_ = true;
   e2e_ns_.record(nanos_between(seq->submitted_at, now));
   if (seq->admitted_once) queue_ns_.record(nanos_between(seq->submitted_at, seq->admitted_at));
   if (seq->prefilled_at != Clock::time_point()) prefill_ns_.record(nanos_between(seq->admitted_at, seq->prefilled_at));
@@ -286,11 +324,26 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   prompt_tokens_hist_.record(static_cast<uint64_t>(seq->num_prompt_tokens));
   generation_tokens_hist_.record(static_cast<uint64_t>(seq->num_generated()));
   num_finished_by_reason_[static_cast<int>(reason)]++;
-  seq->request.sink->on_finish(event);
   request_log_.record(*seq, reason, now, Clock::now());
+  output_->push_finish(seq->output.release());
+}
+
+// The forward pass has streamed the KV cache through every cache level, so
+// each scheduled sequence's state is a cache miss; met one after another in
+// update() the misses would mostly wait on each other. Ask for all of them
+// first (the loads are independent and overlap), then for the line they
+// point to: the end of the token list.
+void EngineCore::prefetch_scheduled() const {
+  for (const Scheduled& s : scheduled_) {
+    __builtin_prefetch(s.seq, 1);
+    __builtin_prefetch(&s.seq->blocks, 1);
+  }
+  for (const Scheduled& s : scheduled_) __builtin_prefetch(s.seq->tokens.data() + s.seq->tokens.size(), 1);
 }
 
 void EngineCore::reap_finished() {
+  if (!any_finished_) return;
+  any_finished_ = false;
   auto done = [](const std::unique_ptr<Sequence>& s) { return s->state == SeqState::kFinished; };
   running_.erase(std::remove_if(running_.begin(), running_.end(), done), running_.end());
 }

@@ -13,6 +13,7 @@
 
 #include "engine/histogram.h"
 #include "engine/kv_pool.h"
+#include "engine/output_stage.h"
 #include "engine/request_log.h"
 #include "engine/sequence.h"
 #include "model/kv_cache.h"
@@ -23,13 +24,24 @@ namespace zl {
 
 class EngineCore {
  public:
-  // eos_ids end generation unless a request sets ignore_eos.
-  EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& cache, std::vector<int32_t> eos_ids);
+  // eos_ids end generation unless a request sets ignore_eos. Events go
+  // through `output` (which must outlive the core and call stop_by_string()
+  // for the stop strings it finds); without one, a stage of the core's own
+  // delivers them on this thread at the end of each step.
+  EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& cache, std::vector<int32_t> eos_ids,
+             OutputStage* output = nullptr);
+
+  // Records the ring between the core and its output stage needs.
+  static int32_t output_capacity(const EngineConfig& config) {
+    return 4 * (config.max_num_seqs + config.max_num_waiting);
+  }
 
   // Queues a validated sequence (from submit) for admission.
   void enqueue(std::unique_ptr<Sequence> seq);
   // Finishes the request with kAborted if it is still waiting or running.
   void abort(RequestId id);
+  // Finishes the request with kStop: the output stage found a stop string.
+  void stop_by_string(RequestId id);
   // Finishes everything in flight with kAborted (shutdown).
   void abort_all();
 
@@ -60,9 +72,12 @@ class EngineCore {
   void add_to_batch(Sequence* seq, int32_t num_tokens);
   void preempt_last();
   void update(Clock::time_point now);
-  void sample_next(Sequence* seq, float* logits, Clock::time_point now);
+  void sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now);
   void finish(Sequence* seq, FinishReason reason, const char* detail, Clock::time_point now);
+  void finish_by_id(RequestId id, FinishReason reason, const char* detail);
+  void publish();
   void insert_waiting(std::unique_ptr<Sequence> seq);
+  void prefetch_scheduled() const;
   void reap_finished();
 
   const EngineConfig config_;
@@ -85,6 +100,8 @@ class EngineCore {
   std::vector<Sequence*> row_seqs_;      // [max_num_seqs] the sequence of each row
   std::vector<Scheduled> scheduled_;     // [max_num_seqs]
   std::vector<float> logits_;            // [max_num_seqs, vocab_size]
+  std::vector<int32_t> greedy_tokens_;   // [max_num_seqs] each logits row's argmax
+  int32_t num_greedy_rows_ = 0;          // rows of plain-greedy sequences this step
   std::vector<SeqBlocks*> live_scratch_; // compaction: the running sequences' blocks
   std::vector<BlockMove> moves_;         // compaction: block copies to apply
 
@@ -98,6 +115,11 @@ class EngineCore {
   int64_t num_finished_by_reason_[4] = {};  // by FinishReason
   int64_t prompt_tokens_total_ = 0, generation_tokens_total_ = 0;
   RequestLog request_log_;               // per-request latency breakdowns
+
+  bool any_finished_ = false;            // since the last reap_finished()
+  std::vector<RequestId> pending_stops_;  // stop strings found by own_output_
+  std::unique_ptr<OutputStage> own_output_;
+  OutputStage* output_;                  // own_output_ or the engine's
 };
 
 }  // namespace zl

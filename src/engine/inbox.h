@@ -17,11 +17,11 @@ namespace zl {
 struct EngineStats;
 
 struct InboxMessage {
-  enum class Kind { kSubmit, kAbort, kStats, kCall, kStop, kStub };
+  enum class Kind { kSubmit, kAbort, kStopString, kStats, kCall, kStop, kStub };
   std::atomic<InboxMessage*> next{nullptr};
   Kind kind = Kind::kStub;
   std::unique_ptr<Sequence> sequence;  // kSubmit
-  RequestId id = 0;                    // kAbort
+  RequestId id = 0;                    // kAbort, kStopString
   EngineStats* stats_out = nullptr;    // kStats: filled, then stats_done set and woken
   const std::function<void()>* call = nullptr;  // kCall: run, then stats_done set and woken
   std::atomic<uint32_t>* stats_done = nullptr;

@@ -71,6 +71,8 @@ struct KvPoolConfig {
 
 // One sequence's blocks. Created by admit(), owned by the engine's request,
 // passed back to every other call, emptied by release().
+// Ordered so that what commit() and ensure_capacity() read for a decoding
+// sequence fits one cache line (the salt is read only when a block is signed).
 struct SeqBlocks {
   std::vector<int32_t> table;         // block ids, position p in table[p / block_size]
   int32_t num_reserved_tokens = 0;    // table.size() * block_size
@@ -81,9 +83,9 @@ struct SeqBlocks {
   // signed by commit). One signed by commit while an equal block was already
   // in the prefix index stays out of the index (the first one wins).
   int32_t num_signed_blocks = 0;
+  bool contiguous = false;            // the non-prefix part is one reserved run
   BlockSignature last_signature;      // signature of table[num_signed_blocks - 1]
   BlockSignature salt;
-  bool contiguous = false;            // the non-prefix part is one reserved run
 };
 
 enum class AdmitOutcome {

@@ -10,12 +10,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/kv_pool.h"
+#include "engine/output_stage.h"
 #include "engine/request_trace.h"
 #include "engine/sampler.h"
-#include "engine/stop_matcher.h"
 #include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
 
@@ -25,24 +26,24 @@ using Clock = std::chrono::steady_clock;
 
 enum class SeqState { kWaiting, kRunning, kFinished };
 
-struct Sequence {
+struct alignas(64) Sequence {
   Sequence(RequestId id_in, Request request_in, std::vector<int32_t> prompt, int32_t max_total,
            int32_t vocab_size, const Tokenizer& tokenizer, const BlockSignature& salt_in,
            const ContinuationPieces* pieces = nullptr)
-      : id(id_in),
-        request(std::move(request_in)),
-        tokens(std::move(prompt)),
-        num_prompt_tokens(static_cast<int32_t>(tokens.size())),
+      : plain_greedy(Sampler::is_plain_greedy(with_logprob_if_needed(request_in))),
+        ignore_eos(request_in.ignore_eos),
+        has_stop_token_ids(!request_in.stop_token_ids.empty()),
+        min_token_prob(request_in.min_token_prob),
+        num_prompt_tokens(static_cast<int32_t>(prompt.size())),
         max_total_tokens(max_total),
+        tokens(std::move(prompt)),
+        id(id_in),
+        request(std::move(request_in)),
         salt(salt_in),
-        sampler(with_logprob_if_needed(request), vocab_size),
-        decoder(tokenizer, /*skip_special=*/true, pieces),
-        stops(request.stop) {
+        sampler(with_logprob_if_needed(request), vocab_size) {
+    output = std::make_unique<RequestOutput>(id, request.sink, std::move(request.stop), tokenizer, pieces, tokens);
     tokens.reserve(static_cast<size_t>(max_total));
     sampler.set_prompt(tokens);
-    // Prime the decoder with the prompt so the first token decodes as a
-    // continuation (SentencePiece strips a leading space only at the start).
-    for (int32_t id : tokens) (void)decoder.push(id);
   }
 
   // min_token_prob needs the sampled token's probability.
@@ -55,30 +56,39 @@ struct Sequence {
   int32_t num_generated() const { return static_cast<int32_t>(tokens.size()) - num_prompt_tokens; }
   int32_t num_pending() const { return static_cast<int32_t>(tokens.size()) - num_computed; }
 
-  const RequestId id;
-  Request request;
-  std::vector<int32_t> tokens;        // prompt, then every sampled token
+  // What every step reads or writes for a running sequence comes first: one
+  // cache line here and one in `blocks`. A forward pass streams the KV cache
+  // through every cache level, so after it each line is a miss, and the
+  // engine prefetches these two for the whole batch at once.
+  SeqState state = SeqState::kWaiting;
+  const bool plain_greedy;            // argmax only: no sampler state, no logprob
+  const bool ignore_eos;              // request.ignore_eos
+  const bool has_stop_token_ids;      // !request.stop_token_ids.empty()
+  const float min_token_prob;         // request.min_token_prob
   const int32_t num_prompt_tokens;
   const int32_t max_total_tokens;     // min(prompt + max_new_tokens, context)
+  int32_t num_computed = 0;           // tokens whose KV is in `blocks`
+  std::vector<int32_t> tokens;        // prompt, then every sampled token
+  // Detokenizer, stop strings and sink: handed to the output stage with the
+  // finish record (engine/output_stage.h).
+  std::unique_ptr<RequestOutput> output;
+  Clock::time_point last_token_at;
+  SeqBlocks blocks;                   // its first line is hot
+
+  const RequestId id;
+  Clock::time_point first_token_at;
+  Clock::time_point prefilled_at;
+  Request request;
   const BlockSignature salt;
   uint64_t arrival = 0;               // submit order, for FIFO within a priority
-
-  SeqState state = SeqState::kWaiting;
-  int32_t num_computed = 0;           // tokens whose KV is in `blocks`
-  SeqBlocks blocks;
   int32_t num_cached_prompt_tokens = 0;  // from the prefix cache, first admission
   int32_t num_preemptions = 0;
   bool admitted_once = false;
 
   Sampler sampler;
-  StreamDecoder decoder;
-  StopMatcher stops;
 
   Clock::time_point submitted_at;
   Clock::time_point admitted_at;
-  Clock::time_point prefilled_at;
-  Clock::time_point first_token_at;
-  Clock::time_point last_token_at;
   RequestTrace trace;                 // latency breakdown (engine/request_trace.h)
 };
 

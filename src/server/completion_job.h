@@ -2,7 +2,7 @@
 // thread and the connection that asked.
 //
 // Flow: start() (on the connection's strand) submits prompts x n engine
-// requests, each with its own Sink. The engine thread calls the sinks; they
+// requests, each with its own Sink. The engine's output stage calls the sinks; they
 // never block: each event becomes a node on a lock-free list (a Treiber
 // stack, reversed when drained) and, if no drain is pending, one drain is
 // posted to the strand. drain() then turns everything that arrived into SSE

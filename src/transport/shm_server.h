@@ -2,7 +2,7 @@
 // out by zerolayer/shm_protocol.h, drains its request ring on one reader
 // thread, turns each record (copied out and validated first) into a
 // zl::Request whose sink writes response records straight into the client's
-// ring on the engine thread, and watches client liveness.
+// ring from the engine's output stage, and watches client liveness.
 //
 // Contracts: destroy the ShmServer before its Engine. start() fails (naming the segment) if a live server owns it; a
 // stale one (pid gone or heartbeat older than 1 s) is replaced. The

@@ -1,0 +1,110 @@
+// The output stage: turns the engine's sampled token ids into the events a
+// request's sink receives (text pieces, stop strings, the terminal event), on
+// a thread of its own, so the engine thread's time between two forward passes
+// holds only sampling and scheduling.
+//
+// Hand-over: the engine thread appends fixed 24-byte records (token or
+// finish) to a single-producer single-consumer ring and publishes them once
+// per step (one release store, a futex wake only if the stage sleeps). The
+// stage detokenizes, matches stop strings and calls the sink, in order per
+// request. A stop string is found here, after the engine has moved on: the
+// stage stops emitting at once and asks the engine (on_stop_string) to
+// finish the request; the terminal event still comes from the engine's
+// finish record, so timings and KV release stay the engine's, and exactly
+// one FinishEvent is sent. Tokens the engine sampled in between are dropped.
+//
+// A step with few records, while the stage is idle, is delivered by the
+// engine thread itself: cheaper than waking the stage. Either way one thread
+// at a time delivers, in ring order. Without start_thread() (tests driving
+// EngineCore directly) publish() always delivers on the calling thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+#include "engine/stop_matcher.h"
+#include "zerolayer/request.h"
+
+namespace zl {
+
+// One request's output side. Built by submit() with the request; the engine
+// fills `finish` before its finish record; the stage owns it from that record
+// on and deletes it after the sink's on_finish.
+struct RequestOutput {
+  RequestOutput(RequestId id_in, std::shared_ptr<EventSink> sink_in, std::vector<std::string> stop_strings,
+                const Tokenizer& tokenizer, const ContinuationPieces* pieces, const std::vector<int32_t>& prompt)
+      : id(id_in), sink(std::move(sink_in)), decoder(tokenizer, /*skip_special=*/true, pieces), stops(std::move(stop_strings)) {
+    // Prime the decoder with the prompt so the first token decodes as a
+    // continuation (SentencePiece strips a leading space only at the start).
+    for (int32_t token : prompt) (void)decoder.push(token);
+  }
+
+  const RequestId id;
+  const std::shared_ptr<EventSink> sink;
+  // Output stage only.
+  StreamDecoder decoder;
+  StopMatcher stops;
+  int32_t num_delivered = 0;  // tokens passed to the sink
+  // Engine thread until its finish record, then the stage's.
+  FinishEvent finish;
+};
+
+class OutputStage {
+ public:
+  // on_stop_string(id) is called on the delivering thread when a stop string
+  // ends request `id`; the engine must then finish it (it may already have).
+  // `capacity`: records the ring holds (rounded up to a power of two).
+  OutputStage(std::function<void(RequestId)> on_stop_string, int32_t capacity);
+  ~OutputStage();  // delivers what is published, then joins the thread
+  OutputStage(const OutputStage&) = delete;
+  OutputStage& operator=(const OutputStage&) = delete;
+
+  // Delivers on a thread of its own from now on.
+  void start_thread();
+
+  // Engine thread. `top` (may be null) is owned by the stage from here on.
+  void push_token(RequestOutput* out, int32_t token, float logprob, std::vector<TokenLogprob>* top);
+  // Engine thread: out->finish is filled; the stage owns `out` from here on.
+  void push_finish(RequestOutput* out);
+  // Engine thread: makes the records pushed so far visible to the stage.
+  void publish();
+
+ private:
+  struct Record {
+    RequestOutput* out;
+    int32_t token;                     // kFinishToken: the finish record
+    float logprob;
+    std::vector<TokenLogprob>* top;
+  };
+  static constexpr int32_t kFinishToken = -1;
+
+  void push(const Record& record);
+  void run();
+  void wake();
+  // Whoever delivers (the stage, or the engine for a few records) holds this.
+  bool try_lock_delivery();
+  void unlock_delivery();
+  // Delivers records [read, end); returns end.
+  uint32_t deliver(uint32_t read, uint32_t end);
+  void deliver_token(const Record& r);
+  void deliver_finish(RequestOutput* out);
+
+  const std::function<void(RequestId)> on_stop_string_;
+  std::vector<Record> ring_;
+  const uint32_t mask_;
+  uint32_t write_local_ = 0;                 // engine thread: pushed, maybe unpublished
+  alignas(64) std::atomic<uint32_t> write_{0};  // published
+  std::atomic<uint32_t> sleeping_{0};           // 1 while the stage sleeps
+  std::atomic<uint32_t> wakeups_{0};            // bumped by every wake; the futex word
+  alignas(64) std::atomic<uint32_t> read_{0};   // delivered (the engine waits on it when full)
+  std::atomic<bool> delivering_{false};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace zl
