@@ -36,6 +36,19 @@ void signal_byte(int fd) {
   (void)!write(fd, &c, 1);
 }
 
+// Kills and reaps a forked child if the test ends before it does (a failed
+// ASSERT), so that no child outlives the test holding ctest's output open.
+struct ChildGuard {
+  ~ChildGuard() { kill_now(); }
+  void kill_now() {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    pid = 0;
+  }
+  pid_t pid;
+};
+
 TEST(ShmCrash, KilledClientHasItsKvFreedWithinASecond) {
   std::string name = unique_shm_name("client_kill");
   int go[2], ready[2];
@@ -59,6 +72,7 @@ TEST(ShmCrash, KilledClientHasItsKvFreedWithinASecond) {
     }
     _exit(6);
   }
+  ChildGuard guard{child};
   auto engine = make_tiny_engine();
   auto server = ShmServer::start(*engine, {name, 16 << 20});
   ASSERT_TRUE(server.ok()) << server.status().message();
@@ -68,8 +82,7 @@ TEST(ShmCrash, KilledClientHasItsKvFreedWithinASecond) {
   ASSERT_GT(before.num_running, 0) << "requests ended before the kill (" << before.num_finished << " finished, "
                                    << (*server)->stats().num_overflows << " overflowed, "
                                    << (*server)->stats().num_rejected << " rejected)";
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
+  guard.kill_now();
   auto killed = Clock::now();
   EngineStats stats;
   do {
@@ -102,6 +115,7 @@ TEST(ShmCrash, KilledServerFailsWaitingClientWithinASecondAndIsReplaced) {
     signal_byte(ready[1]);
     for (;;) pause();
   }
+  ChildGuard guard{child};
   ASSERT_TRUE(wait_byte(ready[0], 30000)) << "the server child never started";
   zl_client* client = nullptr;
   ASSERT_EQ(zl_client_connect(name.c_str(), &client), ZL_OK) << zl_client_last_error(nullptr);
@@ -111,8 +125,7 @@ TEST(ShmCrash, KilledServerFailsWaitingClientWithinASecondAndIsReplaced) {
   ASSERT_EQ(zl_client_submit(client, &request, &id), ZL_OK);
   ASSERT_EQ(read_until_terminal(client, id).status, ZL_OK);
 
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
+  guard.kill_now();
   auto killed = Clock::now();
   zl_event event;
   int status = zl_client_next_event(client, &event, 10000);
