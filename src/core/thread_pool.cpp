@@ -41,7 +41,7 @@ void ThreadPool::worker_loop(int index) {
   for (;;) {
     // Spin briefly: in a forward pass the next op follows within microseconds.
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < 20000; ++spin) {
+    for (int spin = 0; gen == seen && spin < 20000 && !resting_.load(std::memory_order_relaxed); ++spin) {
       __builtin_ia32_pause();
       gen = generation_.load(std::memory_order_acquire);
     }
@@ -67,6 +67,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   task_ = &fn;
   task_n_ = n;
   task_grain_ = std::max<int64_t>(1, grain);
+  resting_.store(false, std::memory_order_relaxed);
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -30,6 +30,11 @@ class ThreadPool {
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                     int64_t grain = 1);
 
+  // No parallel work for a while (the end of a forward pass): workers sleep
+  // now instead of spinning, so the cores are free for other threads; the
+  // next parallel_for wakes them.
+  void rest() { resting_.store(true, std::memory_order_relaxed); }
+
  private:
   void worker_loop(int index);
   void run_chunk(int index);
@@ -42,6 +47,7 @@ class ThreadPool {
   int64_t task_grain_ = 1;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
+  std::atomic<bool> resting_{false};
   bool stop_ = false;
 };
 

@@ -178,6 +178,9 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* log
   }
   if (greedy_tokens != nullptr)
     cpu::argmax_rows_f32(pool_, logits, static_cast<int64_t>(batch.logit_rows.size()), config_.vocab_size, greedy_tokens);
+  // The host work until the next pass (sampling, scheduling, the engine's
+  // output stage) needs the cores more than spinning workers do.
+  pool_.rest();
   return ok_status();
 }
 
