@@ -132,7 +132,8 @@ typedef struct zl_stats_config {
   int32_t kv_capacity_tokens;
   int32_t num_threads;            /* compute threads */
   uint64_t start_ns;              /* when the engine attached this region */
-  uint8_t pad[512 - 16 - 304 - 40 - 8];
+  char device[16];                /* cpu or cuda:N, NUL-terminated (empty from writers that predate it) */
+  uint8_t pad[512 - 16 - 304 - 40 - 8 - 16];
 } zl_stats_config;
 
 typedef struct zl_stats_counters {

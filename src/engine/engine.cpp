@@ -326,6 +326,7 @@ zl_stats_config Engine::Impl::stats_config() const {
   copy(c.model, sizeof(c.model), info.name);
   copy(c.cache_policy, sizeof(c.cache_policy), cache_policy_name(config.cache_policy));
   copy(c.weight_format, sizeof(c.weight_format), weight_format_name(config.weight_format));
+  copy(c.device, sizeof(c.device), device_name(config.device));
   c.vocab_size = info.vocab_size;
   c.max_seq_len = info.max_seq_len;
   c.max_num_seqs = config.max_num_seqs;

@@ -117,6 +117,7 @@ StatusOr<StatsSnapshot> read_stats_region(const void* region) {
   terminate(out.config.model);
   terminate(out.config.cache_policy);
   terminate(out.config.weight_format);
+  terminate(out.config.device);
   ZL_RETURN_IF_ERROR(read_section("counters", r.counters, &out.counters));
   ZL_RETURN_IF_ERROR(read_histograms(r, &out));
   auto signatures = std::make_unique<zl_stats_signatures>();

@@ -65,6 +65,7 @@ uint64_t phase_sum(const zl_stats_request& r) {
 
 TEST_F(StatsPublisherTest, PhasesTileEachRequestAndQueueIsZeroWithCapacity) {
   StatsSnapshot s = run(8, {{1, 2, 3, 4, 5}, {6, 7, 8}, {9, 10, 11, 12}}, 6);
+  EXPECT_STREQ(s.config.device, "cpu");
   ASSERT_EQ(s.requests.size(), 3u);
   for (const zl_stats_request& r : s.requests) {
     EXPECT_EQ(phase_sum(r), r.delivered_ns - r.submitted_ns) << "request " << r.request_id;

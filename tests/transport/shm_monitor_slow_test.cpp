@@ -166,6 +166,7 @@ TEST_F(ShmMonitorTest, SummaryAndConfigViews) {
   ASSERT_EQ(config.exit_code, 0) << config.err;
   EXPECT_NE(config.out.find("dummy:llama-110m"), std::string::npos) << config.out;
   EXPECT_NE(config.out.find("max num seqs             4"), std::string::npos) << config.out;
+  EXPECT_NE(config.out.find("device                   cpu"), std::string::npos) << config.out;
 }
 
 // The monitor reads the GPU's counters itself through NVML, here the fake
@@ -175,6 +176,8 @@ TEST_F(ShmMonitorTest, GpuCountersComeFromNvmlForACudaDevice) {
   CommandResult with = run_cli({"monitor", "--shm-name", *name_, "--json", "--once", "--device", "cuda:0"});
   CommandResult text = run_cli({"monitor", "--shm-name", *name_, "--once", "--device", "cuda:0"});
   CommandResult cpu = run_cli({"monitor", "--shm-name", *name_, "--json", "--once", "--device", "cpu"});
+  // Without --device the monitor takes the server's (cpu, from its stats region).
+  CommandResult own = run_cli({"monitor", "--shm-name", *name_, "--json", "--once"});
   setenv("ZEROLAYER_NVML_LIBRARY", (temp_dir() + "/no-libnvidia-ml.so.1").c_str(), 1);
   CommandResult missing = run_cli({"monitor", "--shm-name", *name_, "--json", "--once", "--device", "cuda:0"});
   unsetenv("ZEROLAYER_NVML_LIBRARY");
@@ -196,6 +199,9 @@ TEST_F(ShmMonitorTest, GpuCountersComeFromNvmlForACudaDevice) {
   ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
   EXPECT_FALSE(json::parse(cpu.out).contains("gpu"));
   EXPECT_FALSE(json::parse(cpu.out).contains("gpu_unavailable"));
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_FALSE(json::parse(own.out).contains("gpu"));
+  EXPECT_FALSE(json::parse(own.out).contains("gpu_unavailable"));
   ASSERT_EQ(missing.exit_code, 0) << missing.err;
   const json doc = json::parse(missing.out);
   EXPECT_FALSE(doc.contains("gpu"));

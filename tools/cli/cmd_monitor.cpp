@@ -3,10 +3,11 @@
 // shows it, refreshed every --interval seconds until Ctrl-C: on a terminal
 // the view is redrawn in place (ANSI escapes), otherwise each refresh is
 // printed after the last. --once prints one and exits; --json prints JSON
-// (one document per refresh, one per line). --device cuda:N adds that GPU's
-// NVML counters, read by the monitor itself (core/gpu_counters.h): the stats
-// region does not name the server's device, so the monitor is told, as serve
-// is (ZEROLAYER_DEVICE serves both).
+// (one document per refresh, one per line). On a server that runs on
+// cuda:N the view adds that GPU's NVML counters, read by the monitor itself
+// (core/gpu_counters.h); the device comes from the stats region's config, or
+// from --device (ZEROLAYER_DEVICE, as for serve) where the server predates
+// that field.
 #include <signal.h>
 #include <unistd.h>
 
@@ -28,7 +29,7 @@ namespace {
 
 struct MonitorFlags {
   std::string shm_name = "/zerolayer";
-  std::string device = "cpu";
+  std::string device;  // empty: the server's, from its stats region
   bool latency_breakdown = false;
   bool signature_histogram = false;
   bool config = false;
@@ -72,11 +73,19 @@ void sample_gpu(const GpuCounters* counters, GpuView& view) {
   }
 }
 
+// The device whose counters to show: --device, else the one the server's
+// stats region names (empty from older servers: cpu).
+StatusOr<Device> monitored_device(const MonitorFlags& f, StatsReader& reader) {
+  if (!f.device.empty()) return parse_device(f.device);
+  ZL_ASSIGN_OR_RETURN(StatsSnapshot snapshot, reader.read());
+  return parse_device(snapshot.config.device[0] != '\0' ? snapshot.config.device : "cpu");
+}
+
 int run_monitor(const MonitorFlags& f) {
-  StatusOr<Device> device = parse_device(f.device);
-  if (!device.ok()) return report_error(device.status());
   auto reader = StatsReader::open(f.shm_name);
   if (!reader.ok()) return report_error(reader.status());
+  StatusOr<Device> device = monitored_device(f, **reader);
+  if (!device.ok()) return report_error(device.status());
   GpuView gpu;
   std::unique_ptr<GpuCounters> counters;
   if (device->is_cuda()) {
@@ -124,9 +133,9 @@ Command add_monitor_command(CLI::App& app) {
       ->envname("ZEROLAYER_SHM_NAME")
       ->capture_default_str();
   cmd->add_option("--device", f->device,
-                  "The server's device (serve's --device): for cuda:N, the view adds that GPU's NVML counters")
-      ->envname("ZEROLAYER_DEVICE")
-      ->capture_default_str();
+                  "The server's device (serve's --device; default: the one its stats region names): for cuda:N, "
+                  "the view adds that GPU's NVML counters")
+      ->envname("ZEROLAYER_DEVICE");
   cmd->add_flag("--latency-breakdown", f->latency_breakdown,
                 "Per-request phases (transport in, admission, queue, prefill chunks, decode steps, transport out) "
                 "in µs, and the aggregate");

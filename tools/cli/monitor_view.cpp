@@ -245,6 +245,7 @@ std::string render_config(const StatsSnapshot& s, const std::string& name) {
   auto row = [&](const char* key, const std::string& value) { out += format("  %-24s %s\n", key, value.c_str()); };
   row("model", c.model);
   row("weight format", c.weight_format);
+  row("device", c.device[0] != '\0' ? c.device : "(not published)");
   row("server pid", std::to_string(c.server_pid));
   row("vocab size", std::to_string(c.vocab_size));
   row("max seq len", std::to_string(c.max_seq_len));
@@ -331,6 +332,7 @@ json counters_json(const zl_stats_counters& c) {
 json config_json(const zl_stats_config& c) {
   return json{{"model", c.model},
               {"weight_format", c.weight_format},
+              {"device", c.device},
               {"server_pid", c.server_pid},
               {"start_ns", c.start_ns},
               {"vocab_size", c.vocab_size},
