@@ -27,7 +27,7 @@
  *
  * Request ring: many producers (clients), one consumer (the server's reader
  * thread). enqueue_pos lives in the header; dequeue_pos is the server's.
- * Response rings: producers are the server only (the engine thread writes
+ * Response rings: producers are the server only (the engine's output stage writes
  * token/finish records, the reader thread writes error records, both CAS a
  * server-private enqueue position); the consumer is the owning client.
  *

@@ -29,7 +29,7 @@
 
 namespace zl::server {
 
-// Closed at shutdown so the engine thread stops posting into an io_context
+// Closed at shutdown so the engine's output stage stops posting into an io_context
 // that is about to go away: enter() fails once closed, and close() waits for
 // the callers already inside to leave (a few instructions each).
 class PostGate {
@@ -85,7 +85,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   struct Node;
   class Sink;
 
-  void push(Node* node);  // engine thread
+  void push(Node* node);  // the engine's output stage (engine/output_stage.h)
   void drain();           // strand
   void apply(Node& node);
   void abort_unfinished();

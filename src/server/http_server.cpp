@@ -484,7 +484,7 @@ void HttpServer::Impl::shutdown(double timeout_s) {
   while ((registry.size() > 0 || num_busy.load() > 0) && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   monitor.reset();
-  gate->close();  // the engine thread posts nothing more
+  gate->close();  // the engine's output stage posts nothing more
   std::vector<std::shared_ptr<Session>> live;
   {
     std::lock_guard<std::mutex> lock(sessions_mutex);

@@ -106,8 +106,8 @@ class ShmServer::Impl {
 
 namespace {
 
-// Writes one request's events into its client's response ring, on the
-// engine thread: no locks, no allocation, never blocks. A full ring (the
+// Writes one request's events into its client's response ring, from the
+// engine's output stage: no locks, no allocation, never blocks. A full ring (the
 // client is not reading) drops the record, marks the request overflowed and
 // asks the reader thread to abort it; its terminal record always fits, as
 // the server keeps one slot per in-flight request in reserve.
