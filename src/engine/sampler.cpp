@@ -35,6 +35,11 @@ Status check_range(const char* field, float value, float lo, float hi, bool lo_o
   return ok_status();
 }
 
+// Whether any of the three penalties changes the logits.
+bool penalties_on(const SamplingParams& p) {
+  return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+}
+
 }  // namespace
 
 Status validate_sampling(const SamplingParams& p, int32_t vocab_size) {
@@ -55,7 +60,7 @@ Status validate_sampling(const SamplingParams& p, int32_t vocab_size) {
 // keeps a sequence's state small and a step's memory traffic low.
 Sampler::Sampler(const SamplingParams& params, int32_t vocab_size) : params_(params), vocab_size_(vocab_size) {
   const size_t n = static_cast<size_t>(vocab_size);
-  if (has_penalties()) {
+  if (penalties_on(params_)) {
     output_counts_.assign(n, 0);
     seen_.assign(n, 0);
     raw_logits_.resize(n);
@@ -85,15 +90,9 @@ uint64_t Sampler::next_random() {
   return result;
 }
 
-static bool penalties_on(const SamplingParams& p) {
-  return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
-}
-
 bool Sampler::is_plain_greedy(const SamplingParams& p) {
   return p.temperature == 0.0f && !penalties_on(p) && !p.return_logprob && p.num_top_logprobs == 0;
 }
-
-bool Sampler::has_penalties() const { return penalties_on(params_); }
 
 void Sampler::apply_penalties(float* logits) const {
   const SamplingParams& p = params_;
@@ -178,7 +177,7 @@ SampleResult Sampler::sample(float* logits) {
   }
   // Penalties change logits in place; keep the raw row for the logprob.
   const float* raw = logits;
-  if (has_penalties()) {
+  if (penalties_on(params_)) {
     std::copy(logits, logits + vocab_size_, raw_logits_.begin());
     raw = raw_logits_.data();
     apply_penalties(logits);

@@ -60,7 +60,6 @@ class Sampler {
   SampleResult sample(float* logits);
 
  private:
-  bool has_penalties() const;
   void apply_penalties(float* logits) const;
   int32_t draw(const float* logits);
   uint64_t next_random();
