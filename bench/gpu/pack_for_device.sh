@@ -3,7 +3,7 @@
 # to be named in the device tool's `carry` list (one path, well under its
 # 64 MiB limit). Run here after building (build/ with nvcc found):
 #   ninja -C build zerolayer gpu_bench elementwise_gpu_test matmul_gpu_test \
-#         attention_gpu_test sampling_gpu_test llama_cuda_gpu_test
+#         attention_gpu_test sampling_gpu_test llama_cuda_gpu_test engine_batch_gpu_test
 #   bench/gpu/pack_for_device.sh
 # Contents:
 #   gpu-carry/bin/    zerolayer, gpu_bench, the *_gpu_test binaries (cudart static inside)
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=gpu-carry
 bins=(build/zerolayer build/bench/gpu_bench)
-for t in elementwise matmul attention sampling llama_cuda; do bins+=("build/tests/${t}_gpu_test"); done
+for t in elementwise matmul attention sampling llama_cuda engine_batch; do bins+=("build/tests/${t}_gpu_test"); done
 for b in "${bins[@]}"; do [ -x "$b" ] || { echo "missing $b: build it first" >&2; exit 1; }; done
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/shared/models"

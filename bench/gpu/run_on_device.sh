@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One call on the GPU machine (an H100/H200 with the CUDA 13 image): the gpu
-# tests, the decode benchmark, the engine end to end, and Hugging Face
+# tests, the engine end to end (generate, and serve with NVML's counters in
+# /metrics), the decode benchmark, and Hugging Face
 # transformers' generate on a same-shape model as the anchor. Writes its
-# results under $OUT (6 files) and prints a short summary last.
+# results under $OUT (up to 8 files) and prints a short summary last.
 #
 # Prepare here (no GPU needed):
 #   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release    # nvcc must be found
 #   ninja -C build zerolayer gpu_bench elementwise_gpu_test matmul_gpu_test \
-#         attention_gpu_test sampling_gpu_test llama_cuda_gpu_test
+#         attention_gpu_test sampling_gpu_test llama_cuda_gpu_test engine_batch_gpu_test
 #   bench/gpu/pack_for_device.sh          # -> gpu-carry/ (binaries, libs, stories260K)
 # Then one device call:
 #   run(command="bash bench/gpu/run_on_device.sh", carry=["gpu-carry"], timeout_s=540)
@@ -43,21 +44,28 @@ bin="$PWD/$carry/bin"
 {
   date -u; uname -a; nvidia-smi; echo "cublasLt from: ${cublas_dir:-NOT FOUND}"
   ldd "$bin/zerolayer" | grep -E 'not found|cublas' || true
+  ldconfig -p | grep -E 'nvidia-ml|libcuda\.' || true
+  command -v compute-sanitizer nvcc python3 curl || true
 } > "$OUT/nvidia_smi.txt" 2>&1
 
-# --- 1. gpu tests (each CUDA kernel vs its CPU op; model logits vs CPU; stories260K greedy).
+# --- 1. gpu tests (each CUDA kernel vs its CPU op; model logits vs CPU; stories260K greedy;
+#        the engine's batch invariance and KV release on the device). A binary that fails is
+#        run again under compute-sanitizer's memcheck, its report in sanitizer.txt.
 : > "$OUT/gpu_tests.txt"
 tests_failed=0
-for t in elementwise matmul attention sampling llama_cuda; do
+for t in elementwise matmul attention sampling llama_cuda engine_batch; do
   echo "=== ${t}_gpu_test" >> "$OUT/gpu_tests.txt"
-  timeout 180 "$bin/${t}_gpu_test" >> "$OUT/gpu_tests.txt" 2>&1 || tests_failed=$((tests_failed + 1))
+  if ! timeout 120 "$bin/${t}_gpu_test" >> "$OUT/gpu_tests.txt" 2>&1; then
+    tests_failed=$((tests_failed + 1))
+    if command -v compute-sanitizer > /dev/null && [ "$t" != engine_batch ]; then
+      echo "=== ${t}_gpu_test under compute-sanitizer" >> "$OUT/sanitizer.txt"
+      timeout 120 compute-sanitizer --tool memcheck --print-limit 20 "$bin/${t}_gpu_test" --gtest_brief=1 \
+        >> "$OUT/sanitizer.txt" 2>&1
+    fi
+  fi
 done
 
-# --- 2. decode benchmark (+ HBM copy bandwidth in the same run).
-timeout 240 "$bin/gpu_bench" --model dummy:llama-1b --batches "$BATCHES" --context "$CONTEXT" --steps "$STEPS" \
-  > "$OUT/gpu_bench.jsonl" 2>> "$OUT/gpu_tests.txt" || echo "gpu_bench failed (rc $?)" >> "$OUT/gpu_tests.txt"
-
-# --- 3. the engine end to end: stories260K greedy text, CPU vs CUDA, and llama-1b tokens/s.
+# --- 2. the engine end to end: stories260K greedy text, CPU vs CUDA, and llama-1b tokens/s.
 {
   for dev in cpu cuda:0; do
     echo "=== stories260K greedy on $dev"
@@ -70,8 +78,48 @@ timeout 240 "$bin/gpu_bench" --model dummy:llama-1b --batches "$BATCHES" --conte
     --prompt "hello" --max-new-tokens 256 --ignore-eos --temperature 0 2>&1 >/dev/null
 } > "$OUT/generate.txt" 2>&1
 
-# --- 4. the anchor: transformers generate on a same-shape random model.
-timeout 240 python3 "$carry/hf_anchor.py" --batches "$BATCHES" --context "$CONTEXT" --steps "$STEPS" \
+# --- 3. serve on the device: /health, 16 concurrent completions, /metrics (NVML's
+#        zerolayer:gpu_* counters under load) and `zerolayer monitor --once --json`.
+{
+  "$bin/zerolayer" serve --model dummy:llama-1b --device cuda:0 --port 8011 --max-seq-len 2048 &
+  server=$!
+  SERVER=$server timeout 120 python3 - <<'PY'
+import json, os, sys, time, urllib.request, concurrent.futures as cf
+base = "http://127.0.0.1:8011"
+for _ in range(600):
+    try:
+        if urllib.request.urlopen(base + "/health", timeout=1).status == 200: break
+    except Exception:
+        if not os.path.exists(f"/proc/{os.environ['SERVER']}/status"): sys.exit("the server exited")
+        time.sleep(0.1)
+def one(i):
+    body = json.dumps({"model": "dummy:llama-1b", "prompt": f"request {i}", "max_tokens": 128,
+                       "temperature": 0, "ignore_eos": True}).encode()
+    req = urllib.request.Request(base + "/v1/completions", body, {"Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(req, timeout=60))
+start = time.time()
+with cf.ThreadPoolExecutor(16) as pool:
+    futures = [pool.submit(one, i) for i in range(16)]
+    time.sleep(0.5)
+    metrics = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
+    results = [f.result() for f in futures]
+took = time.time() - start
+tokens = sum(r["usage"]["completion_tokens"] for r in results)
+print(f"16 requests: {tokens} tokens in {took:.2f} s ({tokens / took:.0f} tokens/s)")
+print("timings of the first:", json.dumps(results[0].get("timings")))
+print("\n".join(l for l in metrics.splitlines() if "gpu" in l or "num_requests_running" in l))
+PY
+  echo "=== zerolayer monitor --once --json (gpu part)"
+  timeout 10 "$bin/zerolayer" monitor --once --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: v for k, v in d.items() if "gpu" in k or k == "config"})[:3000])'
+  kill -TERM $server; wait $server; echo "serve exit: $?"
+} > "$OUT/serve_gpu.txt" 2>&1
+
+# --- 4. decode benchmark (+ HBM copy bandwidth in the same run).
+timeout 180 "$bin/gpu_bench" --model dummy:llama-1b --batches "$BATCHES" --context "$CONTEXT" --steps "$STEPS" \
+  > "$OUT/gpu_bench.jsonl" 2>> "$OUT/gpu_tests.txt" || echo "gpu_bench failed (rc $?)" >> "$OUT/gpu_tests.txt"
+
+# --- 5. the anchor: transformers generate on a same-shape random model.
+timeout 180 python3 "$carry/hf_anchor.py" --batches "$BATCHES" --context "$CONTEXT" --steps "$STEPS" \
   > "$OUT/hf_anchor.jsonl" 2>> "$OUT/gpu_tests.txt" || echo "hf_anchor failed (rc $?)" >> "$OUT/gpu_tests.txt"
 
 # --- summary (also the last lines of the reply).
@@ -91,4 +139,5 @@ for b in sorted(zl):
           f'  {r["hbm_fraction_queued"]:11.3f}  {r["tokens_per_s_engine"]:16.1f}  {h.get("tokens_per_s", float("nan")):8.1f}  {ratio:5.2f}')
 PY
   grep -h "tokens/s" "$OUT/generate.txt" | tail -3
+  head -c 1500 "$OUT/serve_gpu.txt"
 } 2>&1 | tee "$OUT/summary.txt"

@@ -32,6 +32,12 @@ class CollectingSink : public EventSink {
     return done_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return num_finish_events > 0; });
   }
 
+  // Tokens received so far, safe while events still arrive.
+  size_t tokens_so_far() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return tokens.size();
+  }
+
   std::vector<int32_t> tokens;
   std::vector<float> logprobs;
   std::string text;

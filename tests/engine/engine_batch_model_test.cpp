@@ -4,9 +4,9 @@
 // order admission.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <thread>
 
+#include "batch_cases.h"
 #include "collecting_sink.h"
 #include "test_util.h"
 #include "zerolayer/engine.h"
@@ -14,61 +14,10 @@
 namespace zl {
 namespace {
 
-struct Case {
-  std::vector<int32_t> prompt;
-  int32_t max_new = 0;
-};
-
-std::vector<Case> make_cases(int n, int32_t vocab, int max_prompt, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<Case> cases;
-  for (int i = 0; i < n; ++i) {
-    Case c;
-    int len = 1 + static_cast<int>(rng() % static_cast<uint32_t>(max_prompt));
-    c.prompt.push_back(1);
-    for (int t = 1; t < len; ++t) c.prompt.push_back(3 + static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab - 3)));
-    c.max_new = 1 + static_cast<int>(rng() % 40);
-    cases.push_back(std::move(c));
-  }
-  return cases;
-}
-
-std::unique_ptr<Engine> make_engine(const std::string& model, CachePolicy policy, int max_num_seqs, int budget,
-                                    int64_t kv_bytes = 16 << 20) {
-  EngineConfig config;
-  config.model = model;
-  config.num_threads = 2;
-  config.max_num_seqs = max_num_seqs;
-  config.max_num_batched_tokens = budget;
-  config.cache_policy = policy;
-  config.kv_cache_bytes = kv_bytes;
-  config.block_size = 8;
-  auto engine = Engine::create(config);
-  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
-  return engine.ok() ? std::move(*engine) : nullptr;
-}
-
-std::vector<std::vector<int32_t>> run_all(Engine& engine, const std::vector<Case>& cases, size_t first, size_t count) {
-  std::vector<std::shared_ptr<test::CollectingSink>> sinks;
-  for (size_t i = first; i < first + count; ++i) {
-    auto sink = std::make_shared<test::CollectingSink>();
-    Request r;
-    r.prompt_ids = cases[i].prompt;
-    r.max_new_tokens = cases[i].max_new;
-    r.sampling.temperature = 0.0f;
-    r.ignore_eos = true;
-    r.sink = sink;
-    EXPECT_TRUE(engine.submit(std::move(r)).ok());
-    sinks.push_back(sink);
-  }
-  std::vector<std::vector<int32_t>> outputs;
-  for (auto& sink : sinks) {
-    EXPECT_TRUE(sink->wait());
-    EXPECT_EQ(sink->num_finish_events, 1);
-    outputs.push_back(sink->tokens);
-  }
-  return outputs;
-}
+using test::Case;
+using test::make_cases;
+using test::make_engine;
+using test::run_all;
 
 class BatchInvarianceTest : public ::testing::TestWithParam<std::tuple<std::string, CachePolicy>> {};
 
