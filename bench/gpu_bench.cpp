@@ -2,10 +2,12 @@
 // copy bandwidth measured in the same run:
 //   * bandwidth: a device-to-device copy (bytes read + written / time);
 //   * for each --batches size B: B sequences prefilled with --context tokens,
-//     then --steps decode steps of one token per sequence, twice:
+//     then --steps decode steps of one token per sequence, three times:
 //       - "engine": forward() per step as the engine calls it (metadata copy,
 //         graph replay, logits copied back, wait), with the device time of
 //         each step and the device's idle time before it from CUDA events;
+//       - "greedy": the same, copying back only the device's argmax ids (the
+//         engine's path when every request is plain greedy);
 //       - "queued": enqueue() back to back, one wait at the end: the device's
 //         own step time with the host out of the way.
 //     ms_per_step is the median step time; each step yields B tokens, so at
@@ -13,7 +15,9 @@
 //     per step / step time / measured copy bandwidth (KV reads not counted).
 //
 // Usage: gpu_bench --model dummy:llama-1b [--batches 1,8,64,256] [--context 128]
-//                  [--steps 64] [--device 0] [--copy-mib 4096]
+//                  [--steps 64] [--device 0] [--copy-mib 4096] [--batch-invariant] [--gemm-shapes]
+//   * --gemm-shapes: each GEMM of the model alone ("gpu_gemm" lines), to
+//     split a step's time between streaming weights and everything else.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -21,6 +25,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "kernels/cuda/matmul.h"
 #include "kernels/cuda/runtime.h"
 #include "model/llama_cuda.h"
 #include "model/model_loader.h"
@@ -32,6 +37,8 @@ struct Options {
   std::string model = "dummy:llama-1b";
   std::vector<int> batches = {1, 8, 64, 256};
   int context = 128, steps = 64, device = 0, copy_mib = 4096;
+  bool batch_invariant = false;
+  bool gemm_shapes = false;
 };
 
 double median(std::vector<double> v) {
@@ -88,32 +95,87 @@ Status run_batch(CudaLlamaModel& model, const ModelConfig& c, int32_t batch, con
     return ForwardBatch{tokens, chunks, rows};
   };
 
-  // As the engine drives it: wait for each step and its logits.
-  std::vector<double> wall, gpu, idle;
-  for (int32_t step = 0; step < o.steps; ++step) {
-    auto start = std::chrono::steady_clock::now();
-    ZL_RETURN_IF_ERROR(model.forward(step_batch(step), logits.data()));
-    if (step < 2) continue;  // the bucket's first step runs eagerly and captures the graph
-    wall.push_back(ms_since(start));
-    CudaLlamaModel::StepTiming t = model.last_step_timing();
-    gpu.push_back(t.gpu_ms);
-    if (t.idle_before_ms >= 0) idle.push_back(t.idle_before_ms);
-  }
+  // As the engine drives it: wait for each step and its result; "engine"
+  // copies every row's logits back (sampling on the host), "greedy" only the
+  // device's argmax ids (the engine's path when every row is plain greedy).
+  struct Loop {
+    double wall_ms, gpu_ms, idle_ms;
+  };
+  std::vector<int32_t> greedy(static_cast<size_t>(batch));
+  auto engine_loop = [&](bool greedy_only, Loop& out) -> Status {
+    std::vector<double> wall, gpu, idle;
+    for (int32_t step = 0; step < o.steps; ++step) {
+      auto start = std::chrono::steady_clock::now();
+      ZL_RETURN_IF_ERROR(model.forward(step_batch(step), logits.data(), greedy.data(), greedy_only));
+      if (step < 2) continue;  // the bucket's first step runs eagerly and captures the graph
+      wall.push_back(ms_since(start));
+      CudaLlamaModel::StepTiming t = model.last_step_timing();
+      gpu.push_back(t.gpu_ms);
+      if (t.idle_before_ms >= 0) idle.push_back(t.idle_before_ms);
+    }
+    out = {median(wall), median(gpu), median(idle)};
+    return ok_status();
+  };
+  Loop with_logits{}, greedy_ids{};
+  ZL_RETURN_IF_ERROR(engine_loop(false, with_logits));
+  ZL_RETURN_IF_ERROR(engine_loop(true, greedy_ids));
   // Back to back, over the same positions.
   auto start = std::chrono::steady_clock::now();
   for (int32_t step = 0; step < o.steps; ++step) ZL_RETURN_IF_ERROR(model.enqueue(step_batch(step)));
   ZL_RETURN_IF_ERROR(model.synchronize());
   const double queued_ms = ms_since(start) / o.steps;
 
-  const double engine_ms = median(wall);
   auto fraction = [&](double ms) { return static_cast<double>(weight_bytes) / (ms * 1e-3) / (bandwidth_gbs * 1e9); };
   std::printf(
-      "{\"bench\":\"gpu_decode\",\"model\":\"%s\",\"batch\":%d,\"context\":%d,\"steps\":%d,"
+      "{\"bench\":\"gpu_decode\",\"model\":\"%s\",\"batch_invariant\":%s,\"batch\":%d,\"context\":%d,\"steps\":%d,"
       "\"engine_ms_per_step\":%.4f,\"engine_gpu_ms_per_step\":%.4f,\"gpu_idle_between_steps_ms\":%.4f,"
-      "\"queued_ms_per_step\":%.4f,\"tokens_per_s_engine\":%.1f,\"tokens_per_s_queued\":%.1f,"
-      "\"hbm_fraction_engine\":%.3f,\"hbm_fraction_queued\":%.3f}\n",
-      o.model.c_str(), batch, o.context, o.steps, engine_ms, median(gpu), median(idle), queued_ms,
-      batch / (engine_ms * 1e-3), batch / (queued_ms * 1e-3), fraction(engine_ms), fraction(queued_ms));
+      "\"greedy_ms_per_step\":%.4f,\"greedy_gpu_ms_per_step\":%.4f,\"greedy_gpu_idle_between_steps_ms\":%.4f,"
+      "\"queued_ms_per_step\":%.4f,\"tokens_per_s_engine\":%.1f,\"tokens_per_s_greedy\":%.1f,"
+      "\"tokens_per_s_queued\":%.1f,\"hbm_fraction_engine\":%.3f,\"hbm_fraction_greedy\":%.3f,"
+      "\"hbm_fraction_queued\":%.3f}\n",
+      o.model.c_str(), o.batch_invariant ? "true" : "false", batch, o.context, o.steps, with_logits.wall_ms,
+      with_logits.gpu_ms, with_logits.idle_ms, greedy_ids.wall_ms, greedy_ids.gpu_ms, greedy_ids.idle_ms, queued_ms,
+      batch / (with_logits.wall_ms * 1e-3), batch / (greedy_ids.wall_ms * 1e-3), batch / (queued_ms * 1e-3),
+      fraction(with_logits.wall_ms), fraction(greedy_ids.wall_ms), fraction(queued_ms));
+  std::fflush(stdout);
+  return ok_status();
+}
+
+// Each of the model's GEMM shapes alone at each batch size (cuBLASLt as the
+// forward pass calls it): where a decode step's time goes between the
+// weights' streaming and everything else. Weights rotate over copies
+// totalling > 256 MiB so the 60 MB L2 cannot hold them between runs.
+Status gemm_shapes(const ModelConfig& c, const Options& o, double bandwidth_gbs) {
+  const std::pair<const char*, std::pair<int64_t, int64_t>> shapes[] = {
+      {"qkv", {c.q_dim() + 2 * c.kv_dim(), c.dim}}, {"wo", {c.dim, c.q_dim()}},
+      {"gate_up", {2 * int64_t{c.hidden_dim}, c.dim}}, {"down", {c.dim, c.hidden_dim}},
+      {"lm_head", {c.vocab_size, c.dim}}};
+  ZL_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Gemm> gemm, cuda::Gemm::create(size_t{32} << 20, o.batch_invariant ? 2048 : 0));
+  const int32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  for (const auto& [name, shape] : shapes) {
+    const auto [n, k] = shape;
+    const size_t weight_bytes = static_cast<size_t>(n * k * 2);
+    const size_t copies = std::max<size_t>(1, ((size_t{256} << 20) + weight_bytes - 1) / weight_bytes);
+    ZL_ASSIGN_OR_RETURN(cuda::DeviceBuffer w, cuda::DeviceBuffer::allocate(weight_bytes * copies));
+    ZL_ASSIGN_OR_RETURN(cuda::DeviceBuffer x, cuda::DeviceBuffer::allocate(static_cast<size_t>(max_batch * k * 2)));
+    ZL_ASSIGN_OR_RETURN(cuda::DeviceBuffer y, cuda::DeviceBuffer::allocate(static_cast<size_t>(max_batch * n * 4)));
+    std::vector<uint16_t> ones(std::max<size_t>(weight_bytes * copies, static_cast<size_t>(max_batch * k * 2)) / 2, 0x3c00);
+    ZL_RETURN_IF_ERROR(cuda::copy_to_device(w.data(), ones.data(), weight_bytes * copies));  // bf16 1/128: not zeros
+    ZL_RETURN_IF_ERROR(cuda::copy_to_device(x.data(), ones.data(), static_cast<size_t>(max_batch * k * 2)));
+    for (int32_t batch : o.batches) {
+      size_t next = 0;
+      auto work = [&] {
+        const cuda::Bf16* wc = w.as<cuda::Bf16>() + (next++ % copies) * static_cast<size_t>(n * k);
+        return gemm->run(x.as<cuda::Bf16>(), wc, y.as<float>(), batch, n, k, nullptr);
+      };
+      ZL_ASSIGN_OR_RETURN(double ms, cuda::median_device_ms(work, 50));
+      const double gbs = static_cast<double>(weight_bytes) / (ms * 1e-3) / 1e9;
+      std::printf("{\"bench\":\"gpu_gemm\",\"batch_invariant\":%s,\"shape\":\"%s\",\"n\":%lld,\"k\":%lld,"
+                  "\"tokens\":%d,\"ms\":%.4f,\"weight_gbs\":%.1f,\"hbm_fraction\":%.3f}\n",
+                  o.batch_invariant ? "true" : "false", name, static_cast<long long>(n), static_cast<long long>(k),
+                  batch, ms, gbs, gbs / bandwidth_gbs);
+    }
+  }
   std::fflush(stdout);
   return ok_status();
 }
@@ -136,11 +198,12 @@ Status run(const Options& o) {
   options.max_batch_tokens = 2048;
   options.max_num_seqs = max_batch;
   options.block_size = 16;
+  options.batch_invariant = o.batch_invariant;
   options.kv_cache_bytes = int64_t{max_batch} * ((o.context + o.steps + 16) / 16) * 2 * c.num_layers * 16 * c.kv_dim() * 2;
   ZL_ASSIGN_OR_RETURN(std::unique_ptr<CudaLlamaModel> model, CudaLlamaModel::create(c, weights, options));
   std::fprintf(stderr, "%s\n", model->description().c_str());
   for (int batch : o.batches) ZL_RETURN_IF_ERROR(run_batch(*model, c, batch, o, weights.matrix_bytes(), gbs));
-  return ok_status();
+  return o.gemm_shapes ? gemm_shapes(c, o, gbs) : ok_status();
 }
 
 }  // namespace
@@ -155,6 +218,8 @@ int main(int argc, char** argv) {
   app.add_option("--steps", o.steps)->check(CLI::Range(4, 1 << 16));
   app.add_option("--device", o.device)->check(CLI::Range(0, 1023));
   app.add_option("--copy-mib", o.copy_mib)->check(CLI::Range(1, 1 << 16));
+  app.add_flag("--batch-invariant", o.batch_invariant, "CudaModelOptions::batch_invariant");
+  app.add_flag("--gemm-shapes", o.gemm_shapes, "Also time each GEMM shape alone at each batch size");
   CLI11_PARSE(app, argc, argv);
   for (int b : o.batches)
     if (b < 1 || b > 256) return std::fprintf(stderr, "error: --batches entries must be in [1, 256]\n"), 2;

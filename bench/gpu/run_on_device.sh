@@ -114,9 +114,22 @@ PY
   kill -TERM $server; wait $server; echo "serve exit: $?"
 } > "$OUT/serve_gpu.txt" 2>&1
 
-# --- 4. decode benchmark (+ HBM copy bandwidth in the same run).
-timeout 180 "$bin/gpu_bench" --model dummy:llama-1b --batches "$BATCHES" --context "$CONTEXT" --steps "$STEPS" \
-  > "$OUT/gpu_bench.jsonl" 2>> "$OUT/gpu_tests.txt" || echo "gpu_bench failed (rc $?)" >> "$OUT/gpu_tests.txt"
+# --- 4. decode benchmark (+ HBM copy bandwidth in the same run), each GEMM shape alone,
+#        then the same with --batch-invariant (its cost).
+for mode in "" --batch-invariant; do
+  timeout 150 "$bin/gpu_bench" --model dummy:llama-1b --batches "$BATCHES" --context "$CONTEXT" --steps "$STEPS" \
+    --gemm-shapes $mode >> "$OUT/gpu_bench.jsonl" 2>> "$OUT/gpu_tests.txt" ||
+    echo "gpu_bench $mode failed (rc $?)" >> "$OUT/gpu_tests.txt"
+done
+
+# --- memcheck of the model and attention tests (bad accesses hide behind passing results).
+if command -v compute-sanitizer > /dev/null; then
+  for t in attention llama_cuda; do
+    echo "=== ${t}_gpu_test under compute-sanitizer memcheck" >> "$OUT/sanitizer.txt"
+    timeout 90 compute-sanitizer --tool memcheck --print-limit 20 "$bin/${t}_gpu_test" --gtest_brief=1 \
+      --gtest_filter='-*Stories*' >> "$OUT/sanitizer.txt" 2>&1
+  done
+fi
 
 # --- 5. the anchor: transformers generate on a same-shape random model.
 timeout 180 python3 "$carry/hf_anchor.py" --batches "$BATCHES" --context "$CONTEXT" --steps "$STEPS" \
@@ -129,14 +142,20 @@ timeout 180 python3 "$carry/hf_anchor.py" --batches "$BATCHES" --context "$CONTE
   grep -h gpu_copy_bandwidth "$OUT/gpu_bench.jsonl"
   python3 - "$OUT/gpu_bench.jsonl" "$OUT/hf_anchor.jsonl" <<'PY'
 import json, sys
-zl = {r["batch"]: r for r in map(json.loads, open(sys.argv[1])) if r.get("bench") == "gpu_decode"}
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 hf = {r["batch"]: r for r in map(json.loads, open(sys.argv[2]))} if len(sys.argv) > 2 else {}
-print("batch  zl_ms/step(engine)  zl_ms/step(queued)  gpu_idle_ms  hbm_frac(q)  zl_tok/s(engine)  hf_tok/s  ratio")
-for b in sorted(zl):
-    r, h = zl[b], hf.get(b, {})
-    ratio = r["tokens_per_s_engine"] / h["tokens_per_s"] if h.get("tokens_per_s") else float("nan")
-    print(f'{b:5d}  {r["engine_ms_per_step"]:18.4f}  {r["queued_ms_per_step"]:18.4f}  {r["gpu_idle_between_steps_ms"]:11.4f}'
-          f'  {r["hbm_fraction_queued"]:11.3f}  {r["tokens_per_s_engine"]:16.1f}  {h.get("tokens_per_s", float("nan")):8.1f}  {ratio:5.2f}')
+print("inv batch  ms/step: logits greedy queued  idle_ms: logits greedy  hbm(q)  tok/s greedy  hf_tok/s  ratio")
+for r in (r for r in rows if r.get("bench") == "gpu_decode"):
+    h = hf.get(r["batch"], {}).get("tokens_per_s", float("nan"))
+    print(f'{"y" if r["batch_invariant"] else "n":3} {r["batch"]:5d}  {r["engine_ms_per_step"]:13.4f} {r["greedy_ms_per_step"]:6.4f}'
+          f' {r["queued_ms_per_step"]:6.4f}  {r["gpu_idle_between_steps_ms"]:14.4f} {r["greedy_gpu_idle_between_steps_ms"]:6.4f}'
+          f'  {r["hbm_fraction_queued"]:6.3f}  {r["tokens_per_s_greedy"]:12.1f}  {h:8.1f}  {r["tokens_per_s_greedy"] / h:5.2f}')
+print("inv shape    tokens: ms (hbm fraction)")
+gemm = {}
+for r in (r for r in rows if r.get("bench") == "gpu_gemm"):
+    gemm.setdefault((r["batch_invariant"], r["shape"]), []).append(f'{r["tokens"]}: {r["ms"]:.4f} ({r["hbm_fraction"]:.2f})')
+for (inv, shape), cells in gemm.items():
+    print(f'{"y" if inv else "n":3} {shape:8} ' + "  ".join(cells))
 PY
   grep -h "tokens/s" "$OUT/generate.txt" | tail -3
   head -c 1500 "$OUT/serve_gpu.txt"

@@ -36,6 +36,9 @@ struct EngineConfig {
   std::string tokenizer;              // overrides the model's tokenizer
   int32_t num_threads = 0;            // 0: one per core
   Device device;                      // cpu, or cuda:N (weights and KV pool on that device)
+  // On a CUDA device: each request's tokens independent of the batch (see
+  // CudaModelOptions::batch_invariant). The CPU path always is.
+  bool batch_invariant = false;
   int32_t max_seq_len = 0;            // 0: the model's context
   int32_t max_num_seqs = 256;         // sequences in one batch at most
   int32_t max_num_batched_tokens = 2048;  // tokens in one forward pass at most

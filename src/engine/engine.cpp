@@ -180,6 +180,7 @@ StatusOr<int64_t> Engine::Impl::attach_cuda(const ModelConfig& mc) {
   options.block_size = config.block_size;
   options.kv_cache_bytes = config.kv_cache_bytes;
   options.kv_cache_fraction = config.kv_cache_fraction;
+  options.batch_invariant = config.batch_invariant;
   ZL_ASSIGN_OR_RETURN(std::unique_ptr<CudaLlamaModel> cuda_model, CudaLlamaModel::create(mc, weights, options));
   log_info("engine: ", cuda_model->description());
   CudaLlamaModel* device_model = cuda_model.get();

@@ -231,7 +231,9 @@ void EngineCore::step() {
   Clock::time_point start = Clock::now();
   if (have_last_forward_) sched_gap_ns_.record(nanos_between(last_forward_end_, start));
   ForwardBatch batch{batch_tokens_, batch_chunks_, batch_rows_};
-  Status status = model_.forward(batch, cache_, logits_.data(), num_greedy_rows_ > 0 ? greedy_tokens_.data() : nullptr);
+  const bool greedy_only = num_greedy_rows_ == static_cast<int32_t>(batch_rows_.size());
+  Status status = model_.forward(batch, cache_, logits_.data(), num_greedy_rows_ > 0 ? greedy_tokens_.data() : nullptr,
+                                 greedy_only);
   Clock::time_point end = Clock::now();
   batch_seqs_.record(scheduled_.size());
   batch_tokens_hist_.record(batch_tokens_.size());

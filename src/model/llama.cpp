@@ -169,13 +169,14 @@ void LlamaModel::mlp_block(int32_t layer, int64_t num_tokens) {
 
 void LlamaModel::use_cuda(std::unique_ptr<CudaLlamaModel> cuda) { cuda_ = std::move(cuda); }
 
-Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits, int32_t* greedy_tokens) {
+Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits, int32_t* greedy_tokens,
+                           bool greedy_only) {
   ZL_RETURN_IF_ERROR(validate(batch, cache));
   if (cuda_) {
-    ZL_RETURN_IF_ERROR(cuda_->forward(batch, logits));
-  } else {
-    forward_cpu(batch, cache, logits);
+    ZL_RETURN_IF_ERROR(cuda_->forward(batch, logits, greedy_tokens, greedy_only && greedy_tokens != nullptr));
+    return ok_status();
   }
+  forward_cpu(batch, cache, logits);
   if (greedy_tokens != nullptr)
     cpu::argmax_rows_f32(pool_, logits, static_cast<int64_t>(batch.logit_rows.size()), config_.vocab_size, greedy_tokens);
   // The host work until the next pass (sampling, scheduling, the engine's

@@ -52,10 +52,13 @@ class LlamaModel {
 
   // logits: [logit_rows.size(), vocab_size]. greedy_tokens, if given:
   // [logit_rows.size()], each logits row's argmax (greedy decoding's token,
-  // found by the pool while the rows are still in cache). Errors (bad ids,
-  // positions past max_seq_len, a block table too short) are reported before
-  // any work.
-  Status forward(const ForwardBatch& batch, KvCache& cache, float* logits, int32_t* greedy_tokens = nullptr);
+  // found by the pool while the rows are still in cache, or on the device).
+  // greedy_only: the caller reads greedy_tokens alone, so a device model
+  // need not copy the logits back (the CPU writes them regardless). Errors
+  // (bad ids, positions past max_seq_len, a block table too short) are
+  // reported before any work.
+  Status forward(const ForwardBatch& batch, KvCache& cache, float* logits, int32_t* greedy_tokens = nullptr,
+                 bool greedy_only = false);
 
   // From now on forward() runs on that CUDA model (whose KV pool lives on
   // the device; `cache` then only names block ids and sizes).

@@ -13,6 +13,7 @@
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/rope.h"
+#include "kernels/cuda/sampling.h"
 #include "model/cuda_plan.h"
 #include "model/llama_cuda.h"
 
@@ -82,9 +83,11 @@ struct CudaLlamaModel::Impl {
   DeviceBuffer gate_up;     // [T, 2 hidden] f32
   DeviceBuffer hidden;      // [T, hidden] bf16
   DeviceBuffer logits;      // [R, vocab] f32
+  DeviceBuffer greedy;      // [R] int32: each logits row's argmax
   DeviceBuffer split_ws;    // attention partials, [max_seqs, heads, kMaxSplits, head_dim + 2]
   DeviceBuffer meta;        // the packed step (model/cuda_plan.h)
   cuda::PinnedBuffer logits_host;
+  cuda::PinnedBuffer greedy_host;  // [R] int32
   // Packed on the host in pageable memory: the copy stages it at once, so the
   // next step may be packed while this one is still queued.
   std::vector<int32_t> packed;
@@ -164,6 +167,7 @@ Status CudaLlamaModel::Impl::allocate_buffers() {
   ZL_RETURN_IF_ERROR(alloc(gate_up, tokens * 2 * c.hidden_dim * 4));
   ZL_RETURN_IF_ERROR(alloc(hidden, tokens * c.hidden_dim * 2));
   ZL_RETURN_IF_ERROR(alloc(logits, static_cast<size_t>(max_rows) * c.vocab_size * 4));
+  ZL_RETURN_IF_ERROR(alloc(greedy, static_cast<size_t>(max_rows) * 4));
   ZL_RETURN_IF_ERROR(alloc(split_ws, static_cast<size_t>(cuda::attention_split_workspace_floats(
                                          max_seqs, c.num_heads, kMaxSplits, c.head_dim)) * 4));
   const int64_t blocks_per_seq = (c.max_seq_len + options.block_size - 1) / options.block_size;
@@ -175,6 +179,7 @@ Status CudaLlamaModel::Impl::allocate_buffers() {
     ZL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_end[i]));
   }
   ZL_ASSIGN_OR_RETURN(logits_host, cuda::PinnedBuffer::allocate(static_cast<size_t>(max_rows) * c.vocab_size * 4));
+  ZL_ASSIGN_OR_RETURN(greedy_host, cuda::PinnedBuffer::allocate(static_cast<size_t>(max_rows) * 4));
   packed.reserve(meta_words);
   return ok_status();
 }
@@ -244,12 +249,15 @@ Status CudaLlamaModel::Impl::run_step(const StepLayout& l, int32_t num_tokens, i
                     c.dim, eps, stream);
   const Bf16* head = c.tie_word_embeddings ? embeddings.as<Bf16>() : lm_head.as<Bf16>();
   ZL_RETURN_IF_ERROR(gemm->run(xb.as<Bf16>(), head, logits.as<float>(), l.num_logit_rows, c.vocab_size, c.dim, stream));
+  cuda::argmax_rows(logits.as<float>(), l.num_logit_rows, c.vocab_size, greedy.as<int32_t>(), stream);
   return cuda::check_launch("forward step");
 }
 
 Status CudaLlamaModel::Impl::run_decode_graph(const StepLayout& l, int32_t bucket) {
-  const int32_t splits = decode_num_splits(bucket, c.num_kv_heads, c.num_heads / c.num_kv_heads,
-                                           cuda::kAttentionRowsPerBlock, props.sm_count);
+  const int32_t splits = options.batch_invariant
+                             ? 1
+                             : decode_num_splits(bucket, c.num_kv_heads, c.num_heads / c.num_kv_heads,
+                                                 cuda::kAttentionRowsPerBlock, props.sm_count);
   auto it = graphs.find(bucket);
   if (it != graphs.end()) {
     ZL_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(it->second, stream));
@@ -285,7 +293,9 @@ StatusOr<std::unique_ptr<CudaLlamaModel>> CudaLlamaModel::create(const ModelConf
   impl->options = options;
   ZL_ASSIGN_OR_RETURN(impl->props, cuda::open_device(options.device_index));
   ZL_ASSIGN_OR_RETURN(impl->stream, cuda::create_stream());
-  ZL_ASSIGN_OR_RETURN(impl->gemm, cuda::Gemm::create());
+  const int64_t invariant_tokens =
+      options.batch_invariant ? std::max<int64_t>(options.max_batch_tokens, kMaxDecodeGraphBatch) : 0;
+  ZL_ASSIGN_OR_RETURN(impl->gemm, cuda::Gemm::create(size_t{32} << 20, invariant_tokens));
   ZL_RETURN_IF_ERROR(impl->upload(weights));
   ZL_RETURN_IF_ERROR(impl->allocate_buffers());
 
@@ -345,13 +355,17 @@ Status CudaLlamaModel::Impl::enqueue(const ForwardBatch& batch) {
   return ok_status();
 }
 
-Status CudaLlamaModel::forward(const ForwardBatch& batch, float* logits) {
+Status CudaLlamaModel::forward(const ForwardBatch& batch, float* logits, int32_t* greedy_tokens, bool greedy_only) {
   Impl& m = *impl_;
   ZL_RETURN_IF_ERROR(m.enqueue(batch));
-  const size_t logit_bytes = batch.logit_rows.size() * static_cast<size_t>(m.c.vocab_size) * 4;
-  ZL_RETURN_IF_ERROR(cuda::copy_to_host(m.logits_host.data(), m.logits.data(), logit_bytes, m.stream));
+  const size_t rows = batch.logit_rows.size();
+  const size_t logit_bytes = greedy_only ? 0 : rows * static_cast<size_t>(m.c.vocab_size) * 4;
+  if (logit_bytes > 0) ZL_RETURN_IF_ERROR(cuda::copy_to_host(m.logits_host.data(), m.logits.data(), logit_bytes, m.stream));
+  if (greedy_tokens != nullptr)
+    ZL_RETURN_IF_ERROR(cuda::copy_to_host(m.greedy_host.data(), m.greedy.data(), rows * 4, m.stream));
   ZL_RETURN_IF_ERROR(cuda::synchronize(m.stream));
-  std::memcpy(logits, m.logits_host.data(), logit_bytes);
+  if (logit_bytes > 0) std::memcpy(logits, m.logits_host.data(), logit_bytes);
+  if (greedy_tokens != nullptr) std::memcpy(greedy_tokens, m.greedy_host.data(), rows * 4);
   const int32_t now = m.step_parity, before = now ^ 1;
   cudaEventElapsedTime(&m.timing.gpu_ms, m.step_start[now], m.step_end[now]);
   m.timing.idle_before_ms = -1.0f;

@@ -12,9 +12,11 @@
 // a bucket runs eagerly (making cuBLASLt plans), then is captured, and later
 // steps replay it. Other steps (prefill, mixed) run eagerly.
 //
-// Not here yet: the engine samples on the host from the logits copied back;
-// kernels/cuda/sampling.h holds the device sampler a later step will put
-// inside the graph.
+// Greedy decoding's argmax runs on the device, inside the step (and its
+// graph), so a step of plain-greedy rows copies back one id per row instead
+// of [rows, vocab] logits. Other sampling modes still take the logits to the
+// host; kernels/cuda/sampling.h holds the device sampler a later step will
+// put inside the graph.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,11 @@ struct CudaModelOptions {
   int64_t kv_cache_bytes = 0;       // KV pool bytes; 0: kv_cache_fraction of the free memory left
   double kv_cache_fraction = 0.9;
   bool use_graphs = true;           // capture decode steps (false: always eager)
+  // Every logits row independent of the batch around it, bit for bit: one
+  // GEMM algorithm per shape for all token counts (kernels/cuda/matmul.h)
+  // and decode attention in one pass over the keys, in position order, as
+  // prefill does (no split-k whose split count follows the batch size).
+  bool batch_invariant = false;
 };
 
 class CudaLlamaModel {
@@ -51,8 +58,9 @@ class CudaLlamaModel {
   std::string description() const;
 
   // As LlamaModel::forward, on a batch it has validated; logits land in host
-  // memory, [logit_rows.size(), vocab_size]. Waits for the step.
-  Status forward(const ForwardBatch& batch, float* logits);
+  // memory, [logit_rows.size(), vocab_size], unless greedy_only (then only
+  // greedy_tokens, [logit_rows.size()], is written). Waits for the step.
+  Status forward(const ForwardBatch& batch, float* logits, int32_t* greedy_tokens = nullptr, bool greedy_only = false);
   // The same step, queued without waiting and without copying logits back
   // (benchmarks: back-to-back steps); synchronize() waits for it.
   Status enqueue(const ForwardBatch& batch);

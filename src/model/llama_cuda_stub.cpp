@@ -16,7 +16,7 @@ CudaLlamaModel::CudaLlamaModel(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 CudaLlamaModel::~CudaLlamaModel() = default;
 int32_t CudaLlamaModel::num_kv_blocks() const { return 0; }
 std::string CudaLlamaModel::description() const { return "built without CUDA"; }
-Status CudaLlamaModel::forward(const ForwardBatch&, float*) { return unimplemented("built without CUDA"); }
+Status CudaLlamaModel::forward(const ForwardBatch&, float*, int32_t*, bool) { return unimplemented("built without CUDA"); }
 Status CudaLlamaModel::enqueue(const ForwardBatch&) { return unimplemented("built without CUDA"); }
 Status CudaLlamaModel::synchronize() { return unimplemented("built without CUDA"); }
 CudaLlamaModel::StepTiming CudaLlamaModel::last_step_timing() const { return {}; }

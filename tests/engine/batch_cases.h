@@ -40,6 +40,7 @@ inline std::unique_ptr<Engine> make_engine(const std::string& model, CachePolicy
   EngineConfig config;
   config.model = model;
   config.device = device;
+  config.batch_invariant = true;  // what these tests check (a no-op on the CPU)
   config.num_threads = 2;
   config.max_num_seqs = max_num_seqs;
   config.max_num_batched_tokens = budget;

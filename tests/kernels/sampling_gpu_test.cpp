@@ -11,6 +11,7 @@
 
 #include "engine/sampler.h"
 #include "gpu_test_util.h"
+#include "kernels/cpu/argmax.h"
 #include "kernels/cuda/sampling.h"
 
 namespace zl {
@@ -71,6 +72,32 @@ struct DeviceSampler {
   int32_t vocab, num_eos = 0;
   cuda::DeviceBuffer counts, seen, slots, eos_ids;
 };
+
+// argmax_rows against cpu::argmax_f32 on rows that test the rules: random
+// values, a tie (lowest id wins), NaNs around the maximum, all NaN (0), all
+// -inf (0), the maximum at the last id, and a row longer than the block.
+TEST(CudaSampling, ArgmaxRowsMatchesCpu) {
+  ZL_REQUIRE_CUDA_DEVICE();
+  const int32_t vocab = 128256, rows = 7;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> logits(static_cast<size_t>(rows) * vocab);
+  for (float& v : logits) v = normal(rng);
+  auto row = [&](int32_t r) { return logits.begin() + int64_t{r} * vocab; };
+  row(1)[500] = 100.0f, row(1)[90000] = 100.0f;  // tie
+  row(2)[7] = NAN, row(2)[8] = 50.0f, row(2)[9] = NAN;
+  std::fill(row(3), row(3) + vocab, NAN);
+  std::fill(row(4), row(4) + vocab, -INFINITY);
+  row(5)[vocab - 1] = 99.0f;
+  auto d_logits = to_device(logits);
+  auto d_out = test::poisoned<int32_t>(rows);
+  cuda::argmax_rows(d_logits.as<float>(), rows, vocab, d_out.as<int32_t>(), nullptr);
+  ASSERT_TRUE(cuda::check_launch("argmax_rows").ok());
+  std::vector<int32_t> got = to_host<int32_t>(d_out, rows);
+  for (int32_t r = 0; r < rows; ++r) EXPECT_EQ(got[r], cpu::argmax_f32(&*row(r), vocab)) << "row " << r;
+  EXPECT_EQ(got[1], 500);
+  EXPECT_EQ(got[3], 0);
+}
 
 TEST(CudaSampling, GreedyWithPenaltiesMatchesCpuSampler) {
   ZL_REQUIRE_CUDA_DEVICE();

@@ -36,6 +36,10 @@ void add_model_flags(CLI::App& app, ModelFlags& flags, bool model_required) {
   app.add_option("--device", flags.device, "Where the model runs: cpu, cuda or cuda:N")
       ->envname("ZEROLAYER_DEVICE")
       ->capture_default_str();
+  app.add_flag("--batch-invariant", flags.batch_invariant,
+               "On a CUDA device, make each request's output independent of the batch around it, bit for bit "
+               "(fixed GEMM algorithms, no split-k attention; may be slower). The CPU always is")
+      ->envname("ZEROLAYER_BATCH_INVARIANT");
   app.add_option("--max-seq-len", flags.max_seq_len,
                  "Context length in tokens (default: the model's; may only shrink it)")
       ->envname("ZEROLAYER_MAX_SEQ_LEN")
@@ -63,6 +67,7 @@ StatusOr<EngineConfig> engine_config_from_flags(const ModelFlags& flags) {
   config.tokenizer = flags.tokenizer;
   config.num_threads = flags.threads;
   ZL_ASSIGN_OR_RETURN(config.device, parse_device(flags.device));
+  config.batch_invariant = flags.batch_invariant;
   config.max_seq_len = flags.max_seq_len;
   ZL_ASSIGN_OR_RETURN(config.weight_format, weight_format_from_flags(flags));
   config.load_progress = show_load_progress;

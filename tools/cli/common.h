@@ -19,6 +19,7 @@ struct ModelFlags {
   std::string tokenizer;
   int threads = 0;          // 0: one per core
   std::string device = "cpu";  // cpu, cuda or cuda:N
+  bool batch_invariant = false;
   int max_seq_len = 0;      // 0: the model's own
   // Weight conversion at load.
   std::string dtype = "auto";          // weight matrices: auto (as stored), f32, f16, bf16

@@ -6,6 +6,13 @@
 // calls can be captured into CUDA graphs, which forbid allocation) and a plan
 // (descriptors + heuristic algorithm) per shape, made on first use. Capture a
 // shape only after it has run once outside capture.
+//
+// Batch-invariant mode (invariant_max_tokens > 0): cuBLASLt's heuristic picks
+// a different kernel (tile, split-k) for each token count, so a row's result
+// changes in its last bits with the batch around it. In this mode one
+// algorithm without split-k serves every token count of an (n, k) shape, so
+// row t of y is the same whatever else is in the call (vLLM's and SGLang's
+// batch-invariant / deterministic modes do the same); it may be slower.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +25,8 @@ namespace zl::cuda {
 
 class Gemm {
  public:
-  static StatusOr<std::unique_ptr<Gemm>> create(size_t workspace_bytes = size_t{32} << 20);
+  static StatusOr<std::unique_ptr<Gemm>> create(size_t workspace_bytes = size_t{32} << 20,
+                                                int64_t invariant_max_tokens = 0);
   ~Gemm();
 
   // x: [num_tokens, k] bf16; w: [n, k] bf16; y: [num_tokens, n] f32.

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -124,27 +125,37 @@ Status check_launch(const char* what) {
   return error == cudaSuccess ? ok_status() : cuda_status(error, what);
 }
 
+StatusOr<double> median_device_ms(const std::function<Status()>& work, int32_t reps) {
+  cudaEvent_t start, stop;
+  ZL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
+  ZL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
+  auto timed = [&](float& ms) -> Status {
+    ZL_CUDA_RETURN_IF_ERROR(cudaEventRecord(start));
+    ZL_RETURN_IF_ERROR(work());
+    ZL_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop));
+    ZL_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop));
+    ZL_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start, stop));
+    return ok_status();
+  };
+  std::vector<float> ms(static_cast<size_t>(reps) + 1);
+  auto all = [&]() -> Status {
+    for (float& one : ms) ZL_RETURN_IF_ERROR(timed(one));  // ms[0] is the warm-up
+    return ok_status();
+  };
+  const Status status = all();
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  ZL_RETURN_IF_ERROR(status);
+  std::sort(ms.begin() + 1, ms.end());
+  return static_cast<double>(ms[1 + static_cast<size_t>(reps) / 2]);
+}
+
 StatusOr<double> copy_bandwidth_gbps(size_t num_bytes, int32_t reps) {
   ZL_ASSIGN_OR_RETURN(DeviceBuffer src, DeviceBuffer::allocate(num_bytes));
   ZL_ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::allocate(num_bytes));
   ZL_CUDA_RETURN_IF_ERROR(cudaMemset(src.data(), 0x5a, num_bytes));  // not zeros
-  cudaEvent_t start, stop;
-  ZL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
-  ZL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
-  std::vector<float> ms;
-  for (int32_t i = 0; i <= reps; ++i) {
-    cudaEventRecord(start);
-    cudaMemcpyAsync(dst.data(), src.data(), num_bytes, cudaMemcpyDeviceToDevice);
-    cudaEventRecord(stop);
-    ZL_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop));
-    float elapsed = 0.0f;
-    cudaEventElapsedTime(&elapsed, start, stop);
-    if (i > 0) ms.push_back(elapsed);  // the first is the warm-up
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  return 2.0 * static_cast<double>(num_bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
+  ZL_ASSIGN_OR_RETURN(double ms, median_device_ms([&] { return copy_on_device(dst.data(), src.data(), num_bytes); }, reps));
+  return 2.0 * static_cast<double>(num_bytes) / (ms * 1e-3) / 1e9;
 }
 
 }  // namespace zl::cuda

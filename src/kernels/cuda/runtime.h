@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/status.h"
@@ -94,6 +95,10 @@ void destroy_stream(Stream stream);
 
 // The error a kernel launch left behind, if any, naming `what`.
 Status check_launch(const char* what);
+
+// Median device time in ms of the work `work` enqueues on the legacy default
+// stream, over `reps` runs after one warm-up, each between two CUDA events.
+StatusOr<double> median_device_ms(const std::function<Status()>& work, int32_t reps);
 
 // Device memory bandwidth by a device-to-device copy of num_bytes, counting
 // bytes read plus bytes written, in GB/s: the median of `reps` timed copies

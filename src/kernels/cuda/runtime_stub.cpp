@@ -17,6 +17,7 @@ StatusOr<DeviceProps> open_device(int32_t index) {
                        "or ZL_ENABLE_CUDA=OFF, when it was configured)");
 }
 
+StatusOr<double> median_device_ms(const std::function<Status()>&, int32_t) { return open_device(0).status(); }
 StatusOr<double> copy_bandwidth_gbps(size_t, int32_t) { return open_device(0).status(); }
 
 }  // namespace zl::cuda

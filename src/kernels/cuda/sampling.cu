@@ -30,12 +30,15 @@ __device__ uint32_t search_threshold(F f, float target) {
   return answer;
 }
 
-// Argmax with the lowest id on ties, over the block.
+// Argmax with the lowest id on ties, over the block; NaNs are never chosen
+// (0 if the row holds nothing else), as cpu::argmax_f32.
 __device__ int32_t block_argmax(const float* z, int32_t n, float* values, int32_t* ids) {
   float best = -INFINITY;
   int32_t best_id = INT32_MAX;
-  for (int32_t i = threadIdx.x; i < n; i += kThreads)  // ascending ids: strict > keeps the lowest on ties
-    if (best_id == INT32_MAX || z[i] > best) best = z[i], best_id = i;
+  for (int32_t i = threadIdx.x; i < n; i += kThreads) {  // ascending ids: strict > keeps the lowest on ties
+    const float v = z[i];
+    if (v > best || (best_id == INT32_MAX && v == v)) best = v, best_id = i;
+  }
   values[threadIdx.x] = best;
   ids[threadIdx.x] = best_id;
   __syncthreads();
@@ -50,7 +53,7 @@ __device__ int32_t block_argmax(const float* z, int32_t n, float* values, int32_
     }
     __syncthreads();
   }
-  return ids[0];
+  return ids[0] == INT32_MAX ? 0 : ids[0];
 }
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(SampleArgs a) {
@@ -187,6 +190,14 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(SampleArgs a) {
   a.finish[r] = finish;
 }
 
+// One block per row: greedy decoding's token without the sampler's other passes.
+__global__ void __launch_bounds__(kThreads) argmax_rows_kernel(const float* logits, int32_t vocab_size, int32_t* out) {
+  __shared__ float values[kThreads];
+  __shared__ int32_t ids[kThreads];
+  const int32_t id = block_argmax(logits + int64_t{blockIdx.x} * vocab_size, vocab_size, values, ids);
+  if (threadIdx.x == 0) out[blockIdx.x] = id;
+}
+
 __global__ void reset_slot_kernel(SampleArgs a, int32_t slot, const int32_t* prompt, int32_t num_prompt) {
   const int64_t base = int64_t{slot} * a.vocab_size;
   uint8_t* seen = const_cast<uint8_t*>(a.prompt_seen) + base;
@@ -207,6 +218,11 @@ __global__ void reset_slot_kernel(SampleArgs a, int32_t slot, const int32_t* pro
 void sample(const SampleArgs& args, Stream stream) {
   if (args.num_rows == 0) return;
   sample_kernel<<<static_cast<unsigned>(args.num_rows), kThreads, 0, stream>>>(args);
+}
+
+void argmax_rows(const float* logits, int32_t num_rows, int32_t vocab_size, int32_t* out, Stream stream) {
+  if (num_rows == 0) return;
+  argmax_rows_kernel<<<static_cast<unsigned>(num_rows), kThreads, 0, stream>>>(logits, vocab_size, out);
 }
 
 void reset_slot(const SampleArgs& args, int32_t slot, const int32_t* prompt, int32_t num_prompt, Stream stream) {

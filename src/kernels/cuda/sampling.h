@@ -66,6 +66,11 @@ struct SampleArgs {
 
 void sample(const SampleArgs& args, Stream stream);
 
+// Greedy decoding alone: out[r] = the index of row r's largest logit, the
+// lowest on ties, NaNs never chosen (cpu::argmax_f32's rule).
+// logits: [num_rows, vocab_size]; out: [num_rows].
+void argmax_rows(const float* logits, int32_t num_rows, int32_t vocab_size, int32_t* out, Stream stream);
+
 // Starts a request in `slot`: zero counts and state, mark the prompt's ids
 // (prompt: [num_prompt] on the device) for the repetition penalty.
 void reset_slot(const SampleArgs& args, int32_t slot, const int32_t* prompt, int32_t num_prompt, Stream stream);
