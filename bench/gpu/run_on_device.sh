@@ -3,7 +3,7 @@
 # tests, the engine end to end (generate, and serve with NVML's counters in
 # /metrics), the decode benchmark, and Hugging Face
 # transformers' generate on a same-shape model as the anchor. Writes its
-# results under $OUT (up to 8 files) and prints a short summary last.
+# results under $OUT (8 files) and prints a short summary last.
 #
 # Prepare here (no GPU needed):
 #   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release    # nvcc must be found
@@ -50,7 +50,7 @@ bin="$PWD/$carry/bin"
 
 # --- 1. gpu tests (each CUDA kernel vs its CPU op; model logits vs CPU; stories260K greedy;
 #        the engine's batch invariance and KV release on the device). A binary that fails is
-#        run again under compute-sanitizer's memcheck, its report in sanitizer.txt.
+#        run again under compute-sanitizer's memcheck, its report in gpu_tests.txt too.
 : > "$OUT/gpu_tests.txt"
 tests_failed=0
 for t in elementwise matmul attention sampling llama_cuda engine_batch; do
@@ -58,9 +58,9 @@ for t in elementwise matmul attention sampling llama_cuda engine_batch; do
   if ! timeout 120 "$bin/${t}_gpu_test" >> "$OUT/gpu_tests.txt" 2>&1; then
     tests_failed=$((tests_failed + 1))
     if command -v compute-sanitizer > /dev/null && [ "$t" != engine_batch ]; then
-      echo "=== ${t}_gpu_test under compute-sanitizer" >> "$OUT/sanitizer.txt"
+      echo "=== ${t}_gpu_test under compute-sanitizer" >> "$OUT/gpu_tests.txt"
       timeout 120 compute-sanitizer --tool memcheck --print-limit 20 "$bin/${t}_gpu_test" --gtest_brief=1 \
-        >> "$OUT/sanitizer.txt" 2>&1
+        >> "$OUT/gpu_tests.txt" 2>&1
     fi
   fi
 done
@@ -112,7 +112,7 @@ PY
   echo "=== zerolayer monitor --once --json (gpu part)"
   timeout 10 "$bin/zerolayer" monitor --once --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: v for k, v in d.items() if "gpu" in k or k == "config"})[:3000])'
   kill -TERM $server; wait $server; echo "serve exit: $?"
-} > "$OUT/serve_gpu.txt" 2>&1
+} >> "$OUT/generate.txt" 2>&1
 
 # --- 4. decode benchmark (+ HBM copy bandwidth in the same run), each GEMM shape alone,
 #        then the same with --batch-invariant (its cost).
@@ -124,10 +124,25 @@ done
 
 # --- memcheck of the model and attention tests (bad accesses hide behind passing results).
 if command -v compute-sanitizer > /dev/null; then
-  for t in attention llama_cuda; do
-    echo "=== ${t}_gpu_test under compute-sanitizer memcheck" >> "$OUT/sanitizer.txt"
+  for t in matmul attention llama_cuda; do
+    echo "=== ${t}_gpu_test under compute-sanitizer memcheck" >> "$OUT/gpu_tests.txt"
     timeout 90 compute-sanitizer --tool memcheck --print-limit 20 "$bin/${t}_gpu_test" --gtest_brief=1 \
-      --gtest_filter='-*Stories*' >> "$OUT/sanitizer.txt" 2>&1
+      --gtest_filter='-*Stories*' >> "$OUT/gpu_tests.txt" 2>&1
+  done
+fi
+
+# --- per-kernel device time of decode steps at batch 1 and 256 (Nsight Compute, clocks as
+#     found), for bench/gpu/kernel_times.py to split a step by kernel: 400 kernels of graph
+#     replay, after the prefill and the first steps (--launch-skip).
+ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -n "$ncu_bin" ]; then
+  for b in 1 256; do
+    skip=$(( b == 1 ? 400 : 2800 ))  # prefill: 1 pass of ~150 kernels at batch 1, 16 at 256
+    echo "# batch $b" >> "$OUT/ncu.csv"
+    timeout 120 "$ncu_bin" --clock-control none --graph-profiling node --metrics gpu__time_duration.sum --csv \
+      --launch-skip $skip --launch-count 400 \
+      "$bin/gpu_bench" --model dummy:llama-1b --batches $b --context "$CONTEXT" --steps 4 --copy-mib 64 \
+      >> "$OUT/ncu.csv" 2>&1 || echo "ncu batch $b failed (rc $?)" >> "$OUT/ncu.csv"
   done
 fi
 
@@ -158,5 +173,5 @@ for (inv, shape), cells in gemm.items():
     print(f'{"y" if inv else "n":3} {shape:8} ' + "  ".join(cells))
 PY
   grep -h "tokens/s" "$OUT/generate.txt" | tail -3
-  head -c 1500 "$OUT/serve_gpu.txt"
+  grep -A3 "^16 requests" "$OUT/generate.txt"; grep "^zerolayer:gpu" "$OUT/generate.txt"
 } 2>&1 | tee "$OUT/summary.txt"

@@ -254,8 +254,10 @@ Status CudaLlamaModel::Impl::run_step(const StepLayout& l, int32_t num_tokens, i
 }
 
 Status CudaLlamaModel::Impl::run_decode_graph(const StepLayout& l, int32_t bucket) {
+  // Batch-invariant: decode through the prefill kernel (splits 0), whose
+  // order over the keys is the same whichever way a token is scheduled.
   const int32_t splits = options.batch_invariant
-                             ? 1
+                             ? 0
                              : decode_num_splits(bucket, c.num_kv_heads, c.num_heads / c.num_kv_heads,
                                                  cuda::kAttentionRowsPerBlock, props.sm_count);
   auto it = graphs.find(bucket);

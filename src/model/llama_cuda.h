@@ -40,8 +40,8 @@ struct CudaModelOptions {
   bool use_graphs = true;           // capture decode steps (false: always eager)
   // Every logits row independent of the batch around it, bit for bit: one
   // GEMM algorithm per shape for all token counts (kernels/cuda/matmul.h)
-  // and decode attention in one pass over the keys, in position order, as
-  // prefill does (no split-k whose split count follows the batch size).
+  // and decode attention through the prefill kernel, whose order over the
+  // keys is the same however a token is batched (no split-k).
   bool batch_invariant = false;
 };
 

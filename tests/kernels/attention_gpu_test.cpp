@@ -128,6 +128,10 @@ TEST(CudaAttention, SplitKDecodeMatchesCpu) {
   run_case({4, 2, 32, 16, {1000, 3}, {1, 1}, 16}, rng);          // more splits than a short context needs
   run_case({8, 1, 128, 8, {257}, {1}, 3}, rng);                   // group 8: two row tiles per kv head
   run_case({4, 4, 8, 4, {6, 0}, {1, 1}, 2}, rng);
+  run_case({16, 2, 256, 32, {70, 300}, {1, 1}, 1}, rng);         // group 8, head_dim 256: 4 value pairs per lane
+  run_case({8, 2, 96, 16, {200, 1}, {1, 1}, 4}, rng);            // head_dim 96: 2 pairs, the second half used
+  run_case({6, 2, 64, 16, {40}, {1}, 2}, rng);                   // group 3: the tiled kernel's decode path
+  run_case({6, 3, 130, 7, {50}, {1}, 2}, rng);                   // head_dim % 8 != 0: the tiled kernel too
 }
 
 TEST(CudaAttention, PaddingChunksAreSkipped) {

@@ -151,6 +151,160 @@ __global__ void merge_splits_kernel(AttentionArgs a, int32_t num_splits) {
   }
 }
 
+// ---- Decode: one block per (chunk, kv head, split), all G query heads of
+// the kv head at once, so each key and value is read once for the group.
+constexpr int kDecodeWarps = 4;
+
+// Scores of one key (a lane's position) against the G scaled queries
+// q: [G, hd] in shared memory (every lane reads the same word: a broadcast).
+template <int G>
+__device__ __forceinline__ void score_key(const uint4* key, const float* q, int32_t hd, float* s) {
+#pragma unroll
+  for (int h = 0; h < G; ++h) s[h] = 0.0f;
+#pragma unroll 8
+  for (int32_t piece = 0; piece < hd / 8; ++piece) {
+    float k[8];
+    unpack_bf16x8(key[piece], k);
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      const float4 qa = *reinterpret_cast<const float4*>(q + h * hd + piece * 8);
+      const float4 qb = *reinterpret_cast<const float4*>(q + h * hd + piece * 8 + 4);
+      s[h] += qa.x * k[0] + qa.y * k[1] + qa.z * k[2] + qa.w * k[3] + qb.x * k[4] + qb.y * k[5] + qb.z * k[6] + qb.w * k[7];
+    }
+  }
+}
+
+// Warp w takes the split's 32-position chunks w, w + 4, ...: lane = position
+// while scoring, lane = value dims (pairs lane, lane + 32, ...) while
+// accumulating. Then the warps' (max, sum, acc) are merged in shared memory
+// into the output (one split) or the split's partial for merge_splits_kernel.
+// P: value-dim pairs per lane (head_dim <= 64 P), a template parameter so
+// the accumulators stay in registers, as few as the head needs.
+template <int G, int P>
+__global__ void __launch_bounds__(kDecodeWarps * 32) decode_kernel(AttentionArgs a) {
+  extern __shared__ float smem[];  // q [G, hd], then the warps' partials [warps, G, hd + 2]
+  const int32_t seq = blockIdx.x;
+  if (a.seq_num_tokens[seq] == 0) return;
+  const int32_t hd = a.head_dim, kv_head = blockIdx.y, split = blockIdx.z, num_splits = gridDim.z;
+  const int32_t seq_len = a.seq_start_pos[seq] + 1;  // the token sees positions [0, seq_len)
+  const int32_t split_len = (((seq_len + num_splits - 1) / num_splits) + 31) / 32 * 32;
+  const int32_t kv_begin = split * split_len, kv_end = min(kv_begin + split_len, seq_len);
+  const int32_t* table = a.block_tables + a.table_begin[seq];
+  const int64_t token = a.seq_token_begin[seq], kv_dim = int64_t{a.num_kv_heads} * hd;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  float* q = smem;
+  for (int32_t i = threadIdx.x; i < G * hd; i += blockDim.x)
+    q[i] = a.q[token * a.q_stride + int64_t{kv_head} * G * hd + i] * a.scale;
+  __syncthreads();
+
+  const __nv_bfloat16* keys = as_bf16(a.k_cache) + int64_t{kv_head} * hd;
+  const __nv_bfloat162* values = reinterpret_cast<const __nv_bfloat162*>(as_bf16(a.v_cache) + int64_t{kv_head} * hd);
+  float m[G], l[G], acc[G][2 * P];
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+    m[h] = -INFINITY, l[h] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 2 * P; ++i) acc[h][i] = 0.0f;
+  }
+  for (int32_t chunk = kv_begin + warp * 32; chunk < kv_end; chunk += kDecodeWarps * 32) {
+    const int32_t pos = chunk + lane;
+    const bool valid = pos < kv_end;
+    const int64_t slot = valid ? int64_t{table[pos / a.block_size]} * a.block_size + pos % a.block_size : 0;
+    float s[G], p[G];
+    score_key<G>(reinterpret_cast<const uint4*>(keys + slot * kv_dim), q, valid ? hd : 0, s);
+#pragma unroll
+    for (int h = 0; h < G; ++h) {  // lane 0's position is valid, so m_new is finite
+      const float m_new = fmaxf(m[h], warp_max(valid ? s[h] : -INFINITY));
+      const float correction = __expf(m[h] - m_new);
+      p[h] = valid ? __expf(s[h] - m_new) : 0.0f;
+      l[h] = l[h] * correction + warp_sum(p[h]);
+      m[h] = m_new;
+#pragma unroll
+      for (int i = 0; i < 2 * P; ++i) acc[h][i] *= correction;
+    }
+    const int32_t n = min(32, kv_end - chunk);
+#pragma unroll 4
+    for (int32_t j = 0; j < n; ++j) {
+      const int64_t slot_j = __shfl_sync(0xffffffffu, slot, j);
+      float v[2 * P];
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        const int32_t pair = lane + 32 * i;
+        const float2 f = 2 * pair < hd ? __bfloat1622float2(values[(slot_j * kv_dim) / 2 + pair]) : float2{0.0f, 0.0f};
+        v[2 * i] = f.x, v[2 * i + 1] = f.y;
+      }
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        const float pj = __shfl_sync(0xffffffffu, p[h], j);
+#pragma unroll
+        for (int i = 0; i < 2 * P; ++i) acc[h][i] += pj * v[i];
+      }
+    }
+  }
+
+  __syncthreads();  // q is read; its space now holds the warps' partials
+  const int32_t part_len = hd + 2;
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+    float* part = smem + (warp * G + h) * part_len;
+    if (lane == 0) part[0] = m[h], part[1] = l[h];
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const int32_t d = 2 * (lane + 32 * i);
+      if (d < hd) part[2 + d] = acc[h][2 * i], part[3 + d] = acc[h][2 * i + 1];
+    }
+  }
+  __syncthreads();
+  for (int32_t idx = threadIdx.x; idx < G * hd; idx += blockDim.x) {
+    const int32_t h = idx / hd, d = idx % hd, head = kv_head * G + h;
+    float max_m = -INFINITY, total = 0.0f, sum = 0.0f;
+    for (int w = 0; w < kDecodeWarps; ++w)
+      if (smem[(w * G + h) * part_len + 1] > 0.0f) max_m = fmaxf(max_m, smem[(w * G + h) * part_len]);
+    for (int w = 0; w < kDecodeWarps; ++w) {
+      const float* part = smem + (w * G + h) * part_len;
+      if (part[1] > 0.0f) {
+        const float scale = __expf(part[0] - max_m);
+        total += scale * part[1];
+        sum += scale * part[2 + d];
+      }
+    }
+    if (num_splits == 1) {
+      as_bf16(a.out)[token * a.num_heads * hd + int64_t{head} * hd + d] = __float2bfloat16(total > 0.0f ? sum / total : 0.0f);
+    } else {
+      float* out = a.split_workspace + ((int64_t{seq} * a.num_heads + head) * num_splits + split) * part_len;
+      if (d == 0) out[0] = max_m, out[1] = total;
+      out[2 + d] = sum;
+    }
+  }
+}
+
+// Launches decode_kernel<G> when the shape fits it: G = 1, 2, 4 or 8 query
+// heads per kv head and whole 16-byte key pieces (head_dim % 8 == 0).
+bool launch_decode(const AttentionArgs& a, int32_t num_splits, Stream stream) {
+  const int32_t group = a.num_heads / a.num_kv_heads;
+  if (a.head_dim % 8 != 0) return false;
+  const dim3 grid(static_cast<unsigned>(a.num_seqs), static_cast<unsigned>(a.num_kv_heads),
+                  static_cast<unsigned>(num_splits));
+  const size_t smem = sizeof(float) * std::max(group * a.head_dim, kDecodeWarps * group * (a.head_dim + 2));
+  const int pairs = a.head_dim <= 64 ? 1 : a.head_dim <= 128 ? 2 : 4;
+  auto launch_g = [&]<int G>() {
+    switch (pairs) {
+      case 1: decode_kernel<G, 1><<<grid, kDecodeWarps * 32, smem, stream>>>(a); break;
+      case 2: decode_kernel<G, 2><<<grid, kDecodeWarps * 32, smem, stream>>>(a); break;
+      default: decode_kernel<G, 4><<<grid, kDecodeWarps * 32, smem, stream>>>(a); break;
+    }
+    return true;
+  };
+  switch (group) {
+    case 1: return launch_g.template operator()<1>();
+    case 2: return launch_g.template operator()<2>();
+    case 4: return launch_g.template operator()<4>();
+    case 8: return launch_g.template operator()<8>();
+    default: return false;
+  }
+}
+
 Status launch(const AttentionArgs& a, int32_t num_tiles, int32_t num_splits, Stream stream) {
   if (a.head_dim > kAttentionMaxHeadDim || a.head_dim % 2 != 0)
     return unimplemented("CUDA attention supports even head_dim up to ", kAttentionMaxHeadDim, ", got ", a.head_dim);
@@ -176,9 +330,12 @@ Status attention_prefill(const AttentionArgs& args, int32_t max_tokens_per_seq, 
 
 Status attention_decode(const AttentionArgs& args, int32_t num_splits, Stream stream) {
   if (args.num_seqs == 0) return ok_status();
-  const int32_t group = args.num_heads / args.num_kv_heads;
-  const int32_t num_tiles = static_cast<int32_t>(ceil_div(group, kRows));
-  ZL_RETURN_IF_ERROR(launch(args, num_tiles, num_splits, stream));
+  if (launch_decode(args, num_splits, stream)) {
+    ZL_RETURN_IF_ERROR(check_launch("decode_kernel"));
+  } else {
+    const int32_t group = args.num_heads / args.num_kv_heads;
+    ZL_RETURN_IF_ERROR(launch(args, static_cast<int32_t>(ceil_div(group, kRows)), num_splits, stream));
+  }
   if (num_splits == 1) return ok_status();
   dim3 grid(static_cast<unsigned>(args.num_seqs), static_cast<unsigned>(args.num_heads));
   merge_splits_kernel<<<grid, 64, 0, stream>>>(args, num_splits);

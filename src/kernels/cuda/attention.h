@@ -2,17 +2,25 @@
 // for a flat batch of sequence chunks, each continuing from its own start
 // position through its own block table (as kernels/cpu/attention.h).
 //
-// One tiled kernel serves prefill and decode. A block takes kRowsPerBlock
-// query rows (row = (token of one chunk, q head of one kv head), one per
-// warp), streams the chunk's keys and values in tiles of 32 positions through
-// shared memory (f32, rows padded by one word against bank conflicts), and
-// keeps an online softmax per row. Decode (one token per chunk) adds split-K
-// (flash-decoding): the positions are cut into num_splits ranges handled by
-// separate blocks, whose partial (max, sum, acc) are merged by a second kernel.
+// Prefill: a tiled kernel. A block takes kRowsPerBlock query rows (row =
+// (token of one chunk, q head of one kv head), one per warp), streams the
+// chunk's keys and values in tiles of 32 positions through shared memory
+// (f32, rows padded by one word against bank conflicts), and keeps an online
+// softmax per row. Grid = (query tiles, chunks, kv heads); blocks past a
+// chunk's rows exit at once, so padded chunks (num_tokens 0) cost nothing.
 //
-// Grid = (query tiles, chunks, kv heads × splits); blocks past a chunk's rows
-// exit at once, so padded chunks (num_tokens 0) cost nothing and a decode grid
-// is fixed per batch bucket, as a captured graph needs.
+// Decode (one token per chunk) is split-K (flash-decoding): the positions are
+// cut into num_splits ranges handled by separate blocks, whose partial (max,
+// sum, acc) a second kernel merges. Its kernel takes one (chunk, kv head,
+// split) per block and all the kv head's query heads at once, so each key
+// and value is read from memory once per group: keys by 16-byte loads, one
+// position per lane, values as bf16 pairs, one pair of dims per lane; the
+// block's four warps take turns over 32-position pieces and merge in shared
+// memory. Groups other than 1, 2, 4, 8 and head_dim % 8 != 0 fall back to
+// the tiled kernel. The decode grid is fixed per batch bucket, as a captured
+// graph needs. Both paths sum each row's keys in a different order, so a
+// token's output depends (in its last bits) on whether it ran as prefill or
+// decode; the engine's batch-invariant mode decodes with the tiled kernel.
 #pragma once
 
 #include <cstdint>

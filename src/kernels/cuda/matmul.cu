@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda/matmul.h"
 
 namespace zl::cuda {
@@ -158,6 +159,10 @@ StatusOr<std::unique_ptr<Gemm>> Gemm::create(size_t workspace_bytes, int64_t inv
 
 Status Gemm::run(const Bf16* x, const Bf16* w, float* y, int64_t num_tokens, int64_t n, int64_t k, Stream stream) {
   if (num_tokens == 0) return ok_status();
+  // Decode's few tokens stream the weights faster through gemv (kernels/cuda/gemv.h);
+  // not in batch-invariant mode, where one algorithm serves every token count.
+  if (impl_->invariant_max_tokens == 0 && gemv_supports(x, w, num_tokens, k))
+    return gemv(x, w, y, num_tokens, n, k, stream);
   ZL_ASSIGN_OR_RETURN(Plan * p, impl_->plan(num_tokens, n, k));
   const float alpha = 1.0f, beta = 0.0f;
   ZL_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(impl_->handle, p->desc, &alpha, w, p->a, x, p->b, &beta, y, p->c, y, p->c,

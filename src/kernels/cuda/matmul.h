@@ -1,5 +1,6 @@
 // Linear layers on the device through cuBLASLt: y = x · Wᵀ with x and W in
-// bf16 and f32 accumulation and output (CUBLAS_COMPUTE_32F). W is stored as
+// bf16 and f32 accumulation and output (CUBLAS_COMPUTE_32F); calls of up to
+// kGemvMaxTokens tokens go to kernels/cuda/gemv.h instead. W is stored as
 // PyTorch stores a Linear weight, [out_features, in_features], row-major.
 //
 // One Gemm per stream: it owns the cuBLASLt handle, a fixed workspace (so
