@@ -21,22 +21,16 @@
 #include "engine/kv_pool.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "core/check.h"
 #include "engine/block_runs.h"
+#include "engine/signature_index.h"
 #include "engine/signature_stats.h"
 
 namespace zl {
 namespace {
 
 constexpr int32_t kNone = -1;
-
-struct SignatureHash {
-  size_t operator()(const BlockSignature& s) const {
-    return static_cast<size_t>(s.low ^ (s.high * 0x9E3779B97F4A7C15ull));
-  }
-};
 
 int32_t ceil_div(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }
 
@@ -91,7 +85,7 @@ struct KvPool::Impl {
   int32_t num_blocks;
   int32_t block_size;
   std::vector<Block> blocks;
-  std::unordered_map<BlockSignature, int32_t, SignatureHash> index;
+  SignatureIndex index;  // at most one entry per block
   BlockRuns free_runs;   // free blocks
   BlockRuns avail_runs;  // free or cached blocks: where extents may go
   int32_t lru_head = kNone;  // least recently released cached block
@@ -116,9 +110,9 @@ KvPool::Impl::Impl(const KvPoolConfig& config)
     : num_blocks(config.num_blocks),
       block_size(config.block_size),
       blocks(static_cast<size_t>(config.num_blocks)),
+      index(config.num_blocks),
       free_runs(config.num_blocks),
       avail_runs(config.num_blocks) {
-  index.reserve(static_cast<size_t>(num_blocks));
   for (int32_t b = 0; b < num_blocks; ++b) {
     free_runs.insert(b);
     avail_runs.insert(b);
@@ -329,9 +323,9 @@ AdmitOutcome KvPool::admit(std::span<const int32_t> prompt, int32_t max_total_to
   BlockSignature root_signature, last_signature;
   for (int32_t i = 0; i < (num_prompt - 1) / bs; ++i) {
     signature = sign_block(signature, prompt.subspan(static_cast<size_t>(i) * bs, bs), salt);
-    auto hit = p.index.find(signature);
-    if (hit == p.index.end()) break;
-    out->table.push_back(hit->second);
+    int32_t hit = p.index.find(signature);
+    if (hit < 0) break;
+    out->table.push_back(hit);
     if (i == 0) root_signature = signature;
     last_signature = signature;
   }
@@ -411,7 +405,7 @@ void KvPool::commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t num
     int32_t b = seq.table[i];
     // A sequence that computed the same block concurrently got there first:
     // keep its entry, and this block simply stays unindexed (freed on release).
-    if (p.index.try_emplace(signature, b).second) {
+    if (p.index.insert(signature, b)) {
       p.blocks[b].indexed = true;
       p.blocks[b].signature = signature;
     }
@@ -441,7 +435,7 @@ KvPoolStats KvPool::stats() const {
   s.num_free_blocks = p.num_free();
   s.num_cached_blocks = p.num_cached;
   s.num_used_blocks = p.num_blocks - p.num_evictable();
-  s.num_live_signatures = static_cast<int32_t>(p.index.size());
+  s.num_live_signatures = p.index.size();
   double num_slots = static_cast<double>(p.num_blocks) * p.block_size;
   s.internal_fragmentation = static_cast<double>(p.internal_slots) / num_slots;
   s.reserved_ahead = static_cast<double>(p.ahead_slots) / num_slots;
@@ -521,7 +515,7 @@ void KvPool::Impl::move_block(int32_t src, int32_t dst, BlockRefs& refs, std::ve
   to.refcount = from.refcount;
   to.indexed = from.indexed;
   to.signature = from.signature;
-  if (from.indexed) index[from.signature] = dst;
+  if (from.indexed) index.remap(from.signature, dst);
   from = Block{};
   free_runs.insert(src);
   avail_runs.insert(src);
@@ -584,12 +578,11 @@ Status KvPool::Impl::check_blocks(const std::vector<int32_t>& refcounts) const {
     num_cached_seen += block.refcount == 0 && block.indexed ? 1 : 0;
     if (!block.indexed) continue;
     ++num_indexed;
-    auto entry = index.find(block.signature);
-    if (entry == index.end() || entry->second != b) {
+    if (index.find(block.signature) != b) {
       return internal_error("indexed block ", b, " is not what the index maps its signature to");
     }
   }
-  if (num_indexed != static_cast<int32_t>(index.size())) {
+  if (num_indexed != index.size()) {
     return internal_error("the prefix index has ", index.size(), " entries for ", num_indexed,
                           " indexed blocks");
   }

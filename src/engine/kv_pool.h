@@ -24,9 +24,10 @@
 //    blocks for the prompt (then on demand).
 //
 // Threading: owned by the engine thread; no locks. Nothing here allocates
-// after construction except the prefix index (a hash map of signatures), the
-// run sets' node pool until it has warmed up (engine/block_runs.h), and a
-// sequence's table, reserved once at admission for max_total_tokens.
+// after construction except the run sets' node pool until it has warmed up
+// (engine/block_runs.h), a sequence's table, reserved once at admission for
+// max_total_tokens (a no-op when a released table is reused), and compact()'s
+// scratch. The prefix index is a table sized once (engine/signature_index.h).
 #pragma once
 
 #include <compare>
