@@ -16,7 +16,7 @@
 //
 // Usage: gpu_bench --model dummy:llama-1b [--batches 1,8,64,256] [--context 128]
 //                  [--steps 64] [--device 0] [--copy-mib 4096] [--batch-invariant] [--gemm-shapes]
-//   * --gemm-shapes: each GEMM of the model alone ("gpu_gemm" lines), to
+//   * --gemm-shapes [--gemm-batches 1,2,4,8,64,256]: each GEMM of the model alone ("gpu_gemm" lines), to
 //     split a step's time between streaming weights and everything else.
 #include <CLI/CLI.hpp>
 
@@ -39,6 +39,7 @@ struct Options {
   int context = 128, steps = 64, device = 0, copy_mib = 4096;
   bool batch_invariant = false;
   bool gemm_shapes = false;
+  std::vector<int> gemm_batches = {1, 2, 4, 8, 64, 256};
 };
 
 double median(std::vector<double> v) {
@@ -151,7 +152,7 @@ Status gemm_shapes(const ModelConfig& c, const Options& o, double bandwidth_gbs)
       {"gate_up", {2 * int64_t{c.hidden_dim}, c.dim}}, {"down", {c.dim, c.hidden_dim}},
       {"lm_head", {c.vocab_size, c.dim}}};
   ZL_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Gemm> gemm, cuda::Gemm::create(size_t{32} << 20, o.batch_invariant ? 2048 : 0));
-  const int32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  const int32_t max_batch = *std::max_element(o.gemm_batches.begin(), o.gemm_batches.end());
   for (const auto& [name, shape] : shapes) {
     const auto [n, k] = shape;
     const size_t weight_bytes = static_cast<size_t>(n * k * 2);
@@ -162,7 +163,7 @@ Status gemm_shapes(const ModelConfig& c, const Options& o, double bandwidth_gbs)
     std::vector<uint16_t> ones(std::max<size_t>(weight_bytes * copies, static_cast<size_t>(max_batch * k * 2)) / 2, 0x3c00);
     ZL_RETURN_IF_ERROR(cuda::copy_to_device(w.data(), ones.data(), weight_bytes * copies));  // bf16 1/128: not zeros
     ZL_RETURN_IF_ERROR(cuda::copy_to_device(x.data(), ones.data(), static_cast<size_t>(max_batch * k * 2)));
-    for (int32_t batch : o.batches) {
+    for (int32_t batch : o.gemm_batches) {
       size_t next = 0;
       auto work = [&] {
         const cuda::Bf16* wc = w.as<cuda::Bf16>() + (next++ % copies) * static_cast<size_t>(n * k);
@@ -219,7 +220,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device)->check(CLI::Range(0, 1023));
   app.add_option("--copy-mib", o.copy_mib)->check(CLI::Range(1, 1 << 16));
   app.add_flag("--batch-invariant", o.batch_invariant, "CudaModelOptions::batch_invariant");
-  app.add_flag("--gemm-shapes", o.gemm_shapes, "Also time each GEMM shape alone at each batch size");
+  app.add_flag("--gemm-shapes", o.gemm_shapes, "Also time each GEMM shape alone at each --gemm-batches size");
+  app.add_option("--gemm-batches", o.gemm_batches)->delimiter(',')->check(CLI::Range(1, 2048));
   CLI11_PARSE(app, argc, argv);
   for (int b : o.batches)
     if (b < 1 || b > 256) return std::fprintf(stderr, "error: --batches entries must be in [1, 256]\n"), 2;

@@ -78,8 +78,9 @@ done
     --prompt "hello" --max-new-tokens 256 --ignore-eos --temperature 0 2>&1 >/dev/null
 } > "$OUT/generate.txt" 2>&1
 
-# --- 3. serve on the device: /health, 16 concurrent completions, /metrics (NVML's
-#        zerolayer:gpu_* counters under load) and `zerolayer monitor --once --json`.
+# --- 3. serve on the device: /health, two bursts of 16 completions (cold, warm) and 64 longer
+#        ones with /metrics read under load (NVML's zerolayer:gpu_* counters), then
+#        `zerolayer monitor --once --json`.
 {
   "$bin/zerolayer" serve --model dummy:llama-1b --device cuda:0 --port 8011 --max-seq-len 2048 &
   server=$!
@@ -92,21 +93,27 @@ for _ in range(600):
     except Exception:
         if not os.path.exists(f"/proc/{os.environ['SERVER']}/status"): sys.exit("the server exited")
         time.sleep(0.1)
-def one(i):
-    body = json.dumps({"model": "dummy:llama-1b", "prompt": f"request {i}", "max_tokens": 128,
+def one(i, max_tokens):
+    body = json.dumps({"model": "dummy:llama-1b", "prompt": f"request {i}", "max_tokens": max_tokens,
                        "temperature": 0, "ignore_eos": True}).encode()
     req = urllib.request.Request(base + "/v1/completions", body, {"Content-Type": "application/json"})
     return json.load(urllib.request.urlopen(req, timeout=60))
-start = time.time()
-with cf.ThreadPoolExecutor(16) as pool:
-    futures = [pool.submit(one, i) for i in range(16)]
-    time.sleep(0.5)
-    metrics = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
-    results = [f.result() for f in futures]
-took = time.time() - start
-tokens = sum(r["usage"]["completion_tokens"] for r in results)
-print(f"16 requests: {tokens} tokens in {took:.2f} s ({tokens / took:.0f} tokens/s)")
-print("timings of the first:", json.dumps(results[0].get("timings")))
+# Two bursts of 16 (the first pays one-time costs: cuBLASLt plans, graph capture), then 64
+# longer requests with /metrics read 1 s in, under load (NVML samples over 1/6-1 s).
+for name, n, max_tokens in (("cold", 16, 128), ("warm", 16, 128), ("load", 64, 512)):
+    start = time.time()
+    with cf.ThreadPoolExecutor(n) as pool:
+        futures = [pool.submit(one, i, max_tokens) for i in range(n)]
+        if name == "load":
+            time.sleep(1.0)
+            metrics = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
+        results = [f.result() for f in futures]
+    took = time.time() - start
+    tokens = sum(r["usage"]["completion_tokens"] for r in results)
+    ttft = sorted(r["timings"]["ttft_ms"] for r in results)
+    print(f"{name}: {n} requests: {tokens} tokens in {took:.2f} s ({tokens / took:.0f} tokens/s), "
+          f"ttft ms min/median/max {ttft[0]:.1f}/{ttft[len(ttft) // 2]:.1f}/{ttft[-1]:.1f}")
+print("timings of the last:", json.dumps(results[-1].get("timings")))
 print("\n".join(l for l in metrics.splitlines() if "gpu" in l or "num_requests_running" in l))
 PY
   echo "=== zerolayer monitor --once --json (gpu part)"
@@ -116,7 +123,9 @@ PY
 
 # --- 4. decode benchmark (+ HBM copy bandwidth in the same run), each GEMM shape alone,
 #        then the same with --batch-invariant (its cost).
-for mode in "" --batch-invariant; do
+modes=("" --batch-invariant)
+[ "${BENCH_INVARIANT-1}" = 0 ] && modes=("")  # BENCH_INVARIANT=0: the default mode only
+for mode in "${modes[@]}"; do
   timeout 150 "$bin/gpu_bench" --model dummy:llama-1b --batches "$BATCHES" --context "$CONTEXT" --steps "$STEPS" \
     --gemm-shapes $mode >> "$OUT/gpu_bench.jsonl" 2>> "$OUT/gpu_tests.txt" ||
     echo "gpu_bench $mode failed (rc $?)" >> "$OUT/gpu_tests.txt"
@@ -136,7 +145,7 @@ fi
 #     replay, after the prefill and the first steps (--launch-skip).
 ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$ncu_bin" ]; then
-  for b in 1 256; do
+  for b in ${NCU_BATCHES-1 256}; do  # NCU_BATCHES="" skips the profile
     skip=$(( b == 1 ? 400 : 2800 ))  # prefill: 1 pass of ~150 kernels at batch 1, 16 at 256
     echo "# batch $b" >> "$OUT/ncu.csv"
     timeout 120 "$ncu_bin" --clock-control none --graph-profiling node --metrics gpu__time_duration.sum --csv \
@@ -173,5 +182,5 @@ for (inv, shape), cells in gemm.items():
     print(f'{"y" if inv else "n":3} {shape:8} ' + "  ".join(cells))
 PY
   grep -h "tokens/s" "$OUT/generate.txt" | tail -3
-  grep -A3 "^16 requests" "$OUT/generate.txt"; grep "^zerolayer:gpu" "$OUT/generate.txt"
+  grep -E "^(cold|warm|load):" "$OUT/generate.txt"; grep "^zerolayer:gpu" "$OUT/generate.txt"
 } 2>&1 | tee "$OUT/summary.txt"

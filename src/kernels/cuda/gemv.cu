@@ -74,11 +74,7 @@ Status gemv(const Bf16* x, const Bf16* w, float* y, int64_t num_tokens, int64_t 
     case 1: launch<1>(x, w, y, n, k, stream); break;
     case 2: launch<2>(x, w, y, n, k, stream); break;
     case 3: launch<3>(x, w, y, n, k, stream); break;
-    case 4: launch<4>(x, w, y, n, k, stream); break;
-    case 5: launch<5>(x, w, y, n, k, stream); break;
-    case 6: launch<6>(x, w, y, n, k, stream); break;
-    case 7: launch<7>(x, w, y, n, k, stream); break;
-    default: launch<8>(x, w, y, n, k, stream); break;
+    default: launch<4>(x, w, y, n, k, stream); break;
   }
   return check_launch("gemv_kernel");
 }

@@ -123,6 +123,28 @@ struct Gemm::Impl {
                          invariant_max_tokens, " tokens");
   }
 
+  // Asking cuBLASLt's heuristic costs about a millisecond, and prefill steps
+  // come in every token count, so one answer serves a power-of-two bucket of
+  // counts: the heuristic's pick for the bucket's largest count, checked for
+  // this count (else this count's own pick).
+  Status bucket_algo(Plan& p, int64_t num_tokens, int64_t n, int64_t k) {
+    int64_t bucket = 1;
+    while (bucket < num_tokens) bucket *= 2;
+    Plan* top = &p;
+    if (bucket != num_tokens) {
+      ZL_ASSIGN_OR_RETURN(top, plan(bucket, n, k));
+    }
+    if (top != &p && fits(p, top->algo)) {
+      p.algo = top->algo;
+      return ok_status();
+    }
+    cublasLtMatmulHeuristicResult_t best = {};
+    if (heuristics(p, &best, 1, false) == 0)
+      return unimplemented("cuBLASLt has no bf16 GEMM algorithm for T=", num_tokens, " n=", n, " k=", k);
+    p.algo = best.algo;
+    return ok_status();
+  }
+
   StatusOr<Plan*> plan(int64_t num_tokens, int64_t n, int64_t k) {
     auto key = std::make_tuple(num_tokens, n, k);
     auto it = plans.find(key);
@@ -135,10 +157,7 @@ struct Gemm::Impl {
                                 invariant_max_tokens);
       ZL_RETURN_IF_ERROR(invariant_algo(n, k, p->algo));
     } else {
-      cublasLtMatmulHeuristicResult_t best = {};
-      if (heuristics(*p, &best, 1, false) == 0)
-        return unimplemented("cuBLASLt has no bf16 GEMM algorithm for T=", num_tokens, " n=", n, " k=", k);
-      p->algo = best.algo;
+      ZL_RETURN_IF_ERROR(bucket_algo(*p, num_tokens, n, k));
     }
     Plan* raw = p.get();
     plans.emplace(key, std::move(p));
