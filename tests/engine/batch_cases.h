@@ -1,6 +1,7 @@
 // Shared by the batch-invariance tests (CPU and GPU): random greedy requests,
-// an engine made for them, and a runner that submits a slice of them at once
-// and returns each request's tokens once its single terminal event arrived.
+// an engine made for them, a runner that submits a slice of them at once and
+// returns each request's tokens once its single terminal event arrived, and
+// the tests' parameter names.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collecting_sink.h"
@@ -75,6 +77,14 @@ inline std::vector<std::vector<int32_t>> run_all(Engine& engine, const std::vect
     outputs.push_back(sink->tokens);
   }
   return outputs;
+}
+
+// Test names for the (model, cache policy) parameters, e.g. "dummy_tiny_paged".
+inline std::string model_policy_name(const ::testing::TestParamInfo<std::tuple<std::string, CachePolicy>>& info) {
+  std::string name = std::get<0>(info.param) + "_" + cache_policy_name(std::get<1>(info.param));
+  for (char& c : name)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
 }
 
 }  // namespace zl::test

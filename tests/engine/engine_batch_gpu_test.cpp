@@ -52,12 +52,7 @@ INSTANTIATE_TEST_SUITE_P(
     Models, GpuBatchInvarianceTest,
     ::testing::Combine(::testing::Values("dummy:tiny", "models/stories260K.gguf"),
                        ::testing::Values(CachePolicy::kContiguous, CachePolicy::kPaged, CachePolicy::kHybrid)),
-    [](const auto& info) {
-      std::string name = std::get<0>(info.param) + "_" + cache_policy_name(std::get<1>(info.param));
-      for (char& c : name)
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      return name;
-    });
+    test::model_policy_name);
 
 // 32 long requests, each aborted once it has streamed a token: every one gets
 // exactly one terminal event (aborted) and the device pool is empty after.

@@ -53,12 +53,7 @@ INSTANTIATE_TEST_SUITE_P(
     Models, BatchInvarianceTest,
     ::testing::Combine(::testing::Values("dummy:tiny", "models/stories260K.gguf"),
                        ::testing::Values(CachePolicy::kContiguous, CachePolicy::kPaged, CachePolicy::kHybrid)),
-    [](const auto& info) {
-      std::string name = std::get<0>(info.param) + "_" + cache_policy_name(std::get<1>(info.param));
-      for (char& c : name)
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      return name;
-    });
+    test::model_policy_name);
 
 // A contiguous pool too small for its load fragments; compaction slides the
 // running extents together (copying their KV) and nothing changes in the output.
