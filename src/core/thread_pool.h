@@ -7,13 +7,36 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <concepts>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace zl {
+
+// A non-owning reference to a callable fn(begin, end), valid while the
+// callable lives. Unlike std::function, binding a lambda never allocates,
+// whatever it captures, so a forward pass's many parallel_for calls stay off
+// the allocator (issue 3: after warm-up a step allocates nothing).
+class RangeFn {
+ public:
+  template <typename F>
+    requires(std::invocable<F&, int64_t, int64_t> && !std::same_as<std::remove_cvref_t<F>, RangeFn>)
+  RangeFn(F&& fn)  // NOLINT: implicit by design, lambdas convert at the call
+      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(fn)))),
+        call_([](void* object, int64_t begin, int64_t end) {
+          (*static_cast<std::remove_reference_t<F>*>(object))(begin, end);
+        }) {}
+
+  void operator()(int64_t begin, int64_t end) const { call_(object_, begin, end); }
+
+ private:
+  void* object_;
+  void (*call_)(void* object, int64_t begin, int64_t end);
+};
 
 class ThreadPool {
  public:
@@ -27,8 +50,7 @@ class ThreadPool {
 
   // Calls fn(begin, end) over disjoint ranges covering [0, n), split into
   // num_threads() contiguous chunks (each a multiple of `grain` but the last).
-  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
-                    int64_t grain = 1);
+  void parallel_for(int64_t n, RangeFn fn, int64_t grain = 1);
 
   // No parallel work for a while (the end of a forward pass): workers sleep
   // now instead of spinning, so the cores are free for other threads; the
@@ -42,7 +64,7 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  const std::function<void(int64_t, int64_t)>* task_ = nullptr;
+  const RangeFn* task_ = nullptr;
   int64_t task_n_ = 0;
   int64_t task_grain_ = 1;
   std::atomic<uint64_t> generation_{0};

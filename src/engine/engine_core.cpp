@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/check.h"
+
 namespace zl {
 namespace {
 
@@ -57,6 +59,25 @@ EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& c
   waiting_.reserve(static_cast<size_t>(config.max_num_waiting) + max_seqs);
   logits_.resize(max_seqs * static_cast<size_t>(model.config().vocab_size));
   greedy_tokens_.resize(max_seqs);
+  live_scratch_.reserve(max_seqs);
+  moves_.reserve(static_cast<size_t>(cache.num_blocks()));
+  if (own_output_) pending_stops_.reserve(static_cast<size_t>(output_capacity(config)));
+  const int64_t blocks_per_seq = (int64_t{model.config().max_seq_len} + cache.block_size() - 1) / cache.block_size();
+  const size_t table_capacity = static_cast<size_t>(std::min<int64_t>(blocks_per_seq, cache.num_blocks()));
+  spare_tables_.resize(max_seqs);
+  for (std::vector<int32_t>& table : spare_tables_) table.reserve(table_capacity);
+}
+
+void EngineCore::lend_table(SeqBlocks& blocks) {
+  CHECK(!spare_tables_.empty()) << "more running sequences than max_num_seqs";
+  blocks.table = std::move(spare_tables_.back());
+  spare_tables_.pop_back();
+}
+
+// blocks must be released (its table empty, capacity kept).
+void EngineCore::take_back_table(SeqBlocks& blocks) {
+  spare_tables_.push_back(std::move(blocks.table));
+  blocks.table = {};
 }
 
 void EngineCore::insert_waiting(std::unique_ptr<Sequence> seq) {
@@ -120,9 +141,11 @@ void EngineCore::admit_waiting() {
   ++admit_round_;
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.back().get();
+    lend_table(seq->blocks);  // a spare exists: fewer than max_num_seqs run
     AdmitOutcome outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks);
     if (outcome == AdmitOutcome::kWait && compact_for(seq->max_total_tokens))
       outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks);
+    if (outcome != AdmitOutcome::kAdmitted) take_back_table(seq->blocks);
     if (outcome == AdmitOutcome::kWait) break;
     Clock::time_point now = Clock::now();
     if (outcome == AdmitOutcome::kNeverFits) {  // submit checks this; kept for safety
@@ -165,6 +188,7 @@ void EngineCore::preempt_last() {
   std::unique_ptr<Sequence> victim = std::move(running_.back());
   running_.pop_back();
   pool_.release(victim->blocks);
+  take_back_table(victim->blocks);
   victim->trace.on_preempt(last_forward_end_);
   victim->num_computed = 0;
   victim->num_preemptions++;
@@ -313,7 +337,10 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   event.timings.prefill_s = seq->prefilled_at == Clock::time_point() ? 0.0 : seconds_between(seq->admitted_at, seq->prefilled_at);
   event.timings.first_token_s = since_submit(seq->first_token_at);
   event.timings.finish_s = since_submit(now);
-  if (seq->state == SeqState::kRunning) pool_.release(seq->blocks);
+  if (seq->state == SeqState::kRunning) {
+    pool_.release(seq->blocks);
+    take_back_table(seq->blocks);
+  }
   seq->state = SeqState::kFinished;
   any_finished_ = true;
   e2e_ns_.record(nanos_between(seq->submitted_at, now));

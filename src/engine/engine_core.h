@@ -4,7 +4,9 @@
 //
 // Ownership: everything here belongs to the one thread that calls it.
 // After warm-up a step allocates nothing: batch buffers are sized once for
-// max_num_batched_tokens and max_num_seqs.
+// max_num_batched_tokens and max_num_seqs, block tables come from a free list
+// of max_num_seqs tables sized for the longest sequence, and compaction's
+// scratch is sized for the pool (tests/engine/engine_step_alloc_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -77,6 +79,8 @@ class EngineCore {
   void finish_by_id(RequestId id, FinishReason reason, const char* detail);
   void publish();
   void insert_waiting(std::unique_ptr<Sequence> seq);
+  void lend_table(SeqBlocks& blocks);
+  void take_back_table(SeqBlocks& blocks);
   void prefetch_scheduled() const;
   void reap_finished();
 
@@ -102,8 +106,13 @@ class EngineCore {
   std::vector<float> logits_;            // [max_num_seqs, vocab_size]
   std::vector<int32_t> greedy_tokens_;   // [max_num_seqs] each logits row's argmax
   int32_t num_greedy_rows_ = 0;          // rows of plain-greedy sequences this step
-  std::vector<SeqBlocks*> live_scratch_; // compaction: the running sequences' blocks
-  std::vector<BlockMove> moves_;         // compaction: block copies to apply
+  std::vector<SeqBlocks*> live_scratch_; // [max_num_seqs] compaction: the running sequences' blocks
+  std::vector<BlockMove> moves_;         // [num_blocks] compaction: block copies to apply
+  // Block tables not in use, each with room for a max_seq_len sequence. A
+  // sequence holds one exactly while it runs (admission to finish or
+  // preemption), so max_num_seqs of them are enough and admission and paged
+  // growth never reallocate a table.
+  std::vector<std::vector<int32_t>> spare_tables_;  // [max_num_seqs]
 
   // Measurements.
   bool have_last_forward_ = false;

@@ -71,8 +71,7 @@ struct KvPool::Impl {
   BlockRun choose_extent(int32_t len) const;
   void take_extent(BlockRun extent, std::vector<int32_t>& table);
   void drop_ref(int32_t b);
-  using BlockRefs = std::vector<std::vector<std::pair<SeqBlocks*, int32_t>>>;  // [num_blocks] (seq, table index)
-  void move_block(int32_t src, int32_t dst, BlockRefs& refs, std::vector<BlockMove>& moves);
+  void move_block(int32_t src, int32_t dst, std::vector<BlockMove>& moves);
   BlockRun gathering_segment(int32_t need) const;
 
   bool try_contiguous(SeqBlocks& seq, int32_t num_prefix_blocks, int32_t num_total_blocks);
@@ -85,6 +84,9 @@ struct KvPool::Impl {
   int32_t num_blocks;
   int32_t block_size;
   std::vector<Block> blocks;
+  // [num_blocks] compaction's relabelling, the identity between compactions:
+  // moved_to[src] = dst for each block a compaction moves.
+  std::vector<int32_t> moved_to;
   SignatureIndex index;  // at most one entry per block
   BlockRuns free_runs;   // free blocks
   BlockRuns avail_runs;  // free or cached blocks: where extents may go
@@ -110,10 +112,12 @@ KvPool::Impl::Impl(const KvPoolConfig& config)
     : num_blocks(config.num_blocks),
       block_size(config.block_size),
       blocks(static_cast<size_t>(config.num_blocks)),
+      moved_to(static_cast<size_t>(config.num_blocks)),
       index(config.num_blocks),
       free_runs(config.num_blocks),
       avail_runs(config.num_blocks) {
   for (int32_t b = 0; b < num_blocks; ++b) {
+    moved_to[static_cast<size_t>(b)] = b;
     free_runs.insert(b);
     avail_runs.insert(b);
   }
@@ -464,21 +468,21 @@ void KvPool::compact(std::span<SeqBlocks* const> live, int32_t target_blocks, st
   if (target_blocks > 0 && p.avail_runs.largest_len() >= target_blocks) return;
   BlockRun segment = target_blocks > 0 ? p.gathering_segment(target_blocks) : BlockRun{0, p.num_blocks};
   if (segment.len == 0) return;
-  Impl::BlockRefs refs(static_cast<size_t>(p.num_blocks));  // who holds each block: (sequence, table index)
-  for (SeqBlocks* seq : live) {
-    for (size_t i = 0; i < seq->table.size(); ++i)
-      refs[static_cast<size_t>(seq->table[i])].push_back({seq, static_cast<int32_t>(i)});
-  }
   int32_t cursor = segment.start;
   for (int32_t b = segment.start; b < segment.end(); ++b) {
     if (p.blocks[static_cast<size_t>(b)].refcount == 0) continue;
-    if (b != cursor) p.move_block(b, cursor, refs, *moves);
+    if (b != cursor) p.move_block(b, cursor, *moves);
     ++cursor;
   }
-  if (!moves->empty()) {
-    ++p.num_compactions;
-    p.num_block_moves += static_cast<int64_t>(moves->size());
-  }
+  if (moves->empty()) return;
+  // Every block moves at most once (each src is a distinct used block), so
+  // one pass relabels every table entry, shared prefix blocks included.
+  for (const BlockMove& move : *moves) p.moved_to[static_cast<size_t>(move.src)] = move.dst;
+  for (SeqBlocks* seq : live)
+    for (int32_t& b : seq->table) b = p.moved_to[static_cast<size_t>(b)];
+  for (const BlockMove& move : *moves) p.moved_to[static_cast<size_t>(move.src)] = move.src;
+  ++p.num_compactions;
+  p.num_block_moves += static_cast<int64_t>(moves->size());
 }
 
 // The shortest segment [start, end) holding at least `need` free-or-cached
@@ -502,7 +506,7 @@ bool KvPool::compaction_may_help(int32_t max_total_tokens) const {
 }
 
 // src is used, dst free or cached (then evicted); src ends free.
-void KvPool::Impl::move_block(int32_t src, int32_t dst, BlockRefs& refs, std::vector<BlockMove>& moves) {
+void KvPool::Impl::move_block(int32_t src, int32_t dst, std::vector<BlockMove>& moves) {
   Block& to = blocks[static_cast<size_t>(dst)];
   Block& from = blocks[static_cast<size_t>(src)];
   CHECK(to.refcount == 0 && from.refcount > 0) << "moving block " << src << " onto block " << dst;
@@ -519,8 +523,6 @@ void KvPool::Impl::move_block(int32_t src, int32_t dst, BlockRefs& refs, std::ve
   from = Block{};
   free_runs.insert(src);
   avail_runs.insert(src);
-  for (auto& [seq, i] : refs[static_cast<size_t>(src)]) seq->table[static_cast<size_t>(i)] = dst;
-  refs[static_cast<size_t>(dst)] = std::move(refs[static_cast<size_t>(src)]);
   moves.push_back({src, dst});
 }
 

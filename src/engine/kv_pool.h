@@ -27,7 +27,8 @@
 // after construction except the run sets' node pool until it has warmed up
 // (engine/block_runs.h), a sequence's table, reserved once at admission for
 // max_total_tokens (a no-op when a released table is reused), and compact()'s
-// scratch. The prefix index is a table sized once (engine/signature_index.h).
+// list of moves when the caller's has less capacity than num_blocks. The
+// prefix index is a table sized once (engine/signature_index.h).
 #pragma once
 
 #include <compare>
@@ -177,6 +178,7 @@ class KvPool {
   // pool). Cached blocks in the way are evicted. Updates the tables of `live`
   // (every sequence holding blocks) and the pool. The caller must then copy
   // the KV data of each move, in order (every dst is free when its copy happens).
+  // At most num_blocks moves: *moves with that capacity never reallocates.
   void compact(std::span<SeqBlocks* const> live, int32_t target_blocks, std::vector<BlockMove>* moves);
   // Whether admit() waited for lack of a long enough run rather than of
   // memory: a contiguous extent of max_total_tokens would fit in the free and

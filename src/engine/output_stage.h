@@ -56,10 +56,17 @@ struct RequestOutput {
 
 class OutputStage {
  public:
+  // Up to this many records the engine thread delivers them itself when the
+  // stage is idle (about 0.2 µs each, against several µs for a wake-up).
+  static constexpr uint32_t kInlineRecords = 32;
+
   // on_stop_string(id) is called on the delivering thread when a stop string
   // ends request `id`; the engine must then finish it (it may already have).
   // `capacity`: records the ring holds (rounded up to a power of two).
-  OutputStage(std::function<void(RequestId)> on_stop_string, int32_t capacity);
+  // `max_inline_records`: see kInlineRecords; 0 keeps delivery (detokenizing,
+  // which allocates, and the sinks) off the engine thread once start_thread() ran.
+  OutputStage(std::function<void(RequestId)> on_stop_string, int32_t capacity,
+              uint32_t max_inline_records = kInlineRecords);
   ~OutputStage();  // delivers what is published, then joins the thread
   OutputStage(const OutputStage&) = delete;
   OutputStage& operator=(const OutputStage&) = delete;
@@ -97,6 +104,7 @@ class OutputStage {
   const std::function<void(RequestId)> on_stop_string_;
   std::vector<Record> ring_;
   const uint32_t mask_;
+  const uint32_t max_inline_records_;
   uint32_t write_local_ = 0;                 // engine thread: pushed, maybe unpublished
   alignas(64) std::atomic<uint32_t> write_{0};  // published
   std::atomic<uint32_t> sleeping_{0};           // 1 while the stage sleeps

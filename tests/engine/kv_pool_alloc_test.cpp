@@ -1,43 +1,15 @@
 // After warm-up the KV pool's step-path operations (admit with prefix
 // lookup, ensure_capacity, commit with block signing, release, LRU eviction)
 // never reach the allocator (issue 3: "after warm-up a step allocates
-// nothing"). This binary replaces the global operator new to count calls, so
-// it holds no other tests. Compaction is left out: it builds per-call scratch.
+// nothing"). This binary replaces the global operator new to count calls
+// (engine/alloc_counter.h), so it holds no other tests.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <random>
 #include <vector>
 
+#include "engine/alloc_counter.h"
 #include "engine/kv_pool.h"
-
-namespace {
-std::atomic<int64_t> g_num_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  g_num_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-// The node pools of engine/block_runs.h allocate through the aligned form.
-void* operator new(std::size_t size, std::align_val_t align) {
-  g_num_allocations.fetch_add(1, std::memory_order_relaxed);
-  size_t a = static_cast<size_t>(align);
-  if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
-  throw std::bad_alloc();
-}
-// GCC inlines these into gtest's `new`/`delete` pairs and then takes the
-// free() of an operator-new pointer for a mismatch; here they do match.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
 
 namespace zl {
 namespace {
@@ -111,9 +83,9 @@ TEST_P(KvPoolAllocTest, StepPathAllocatesNothingAfterWarmUp) {
 
   Counts counts;
   KvPoolStats before = pool.stats();
-  int64_t allocations_before = g_num_allocations.load();
+  int64_t allocations_before = test::g_num_allocations.load();
   for (int i = 0; i < 100'000; ++i) step(pool, slots[rng() % kNumSlots], rng, salts, counts);
-  int64_t allocations = g_num_allocations.load() - allocations_before;
+  int64_t allocations = test::g_num_allocations.load() - allocations_before;
   KvPoolStats after = pool.stats();
 
   EXPECT_EQ(allocations, 0);
