@@ -1,8 +1,13 @@
 // A persistent pool of worker threads for data-parallel kernels. Threads are
 // created once; each parallel_for wakes them (spin, then sleep on a condition
-// variable when idle), the calling thread takes a share of the work, and the
-// call returns when every share is done. Only one thread may call
-// parallel_for at a time (the thread that owns the model).
+// variable when idle), and the calling thread takes part. The range is cut
+// into fixed parts that whichever thread is free claims next, and the call
+// returns when every part is done: a worker the OS has descheduled (cores
+// shared with other work) delays the call by at most the part it holds, and
+// one that wakes after the last part was claimed does not delay it at all.
+// The parts, and so each fn(begin, end) call, depend only on n, grain and the
+// part count, never on timing. Only one thread may call parallel_for at a
+// time (the thread that owns the model).
 #pragma once
 
 #include <atomic>
@@ -48,9 +53,11 @@ class ThreadPool {
 
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Calls fn(begin, end) over disjoint ranges covering [0, n), split into
-  // num_threads() contiguous chunks (each a multiple of `grain` but the last).
-  void parallel_for(int64_t n, RangeFn fn, int64_t grain = 1);
+  // Calls fn(begin, end) over disjoint ranges covering [0, n): num_threads() x
+  // parts_per_thread contiguous parts (each a multiple of `grain` but the
+  // last; fewer when n has fewer grains), in any order, on any thread. A
+  // pool of one thread makes one call, fn(0, n).
+  void parallel_for(int64_t n, RangeFn fn, int64_t grain = 1, int parts_per_thread = 1);
 
   // No parallel work for a while (the end of a forward pass): workers sleep
   // now instead of spinning, so the cores are free for other threads; the
@@ -58,17 +65,23 @@ class ThreadPool {
   void rest() { resting_.store(true, std::memory_order_relaxed); }
 
  private:
-  void worker_loop(int index);
-  void run_chunk(int index);
+  void worker_loop();
+  // Claims and runs parts of the current call until none is left.
+  void run_parts();
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
+  // The current call; written only while no part of the previous one is
+  // unfinished, published by the release store of claim_.
   const RangeFn* task_ = nullptr;
   int64_t task_n_ = 0;
   int64_t task_grain_ = 1;
+  // (call number << 32) | (part count << 16) | next unclaimed part: a thread
+  // late from an earlier call fails its compare-exchange instead of claiming.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int> parts_done_{0};
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
   std::atomic<bool> resting_{false};
   bool stop_ = false;
 };

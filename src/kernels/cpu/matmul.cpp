@@ -133,8 +133,11 @@ void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<cons
   };
   // Below ~64K multiply-adds waking the workers costs more than it saves.
   if (num_tokens * cols * total_rows < (1 << 16)) return run_rows(0, total_rows);
-  // Chunks of 16 rows keep the kernels' 4-row tiles whole.
-  pool.parallel_for(total_rows, run_rows, 16);
+  // Parts of whole 16-row groups (the packed layout's, and the kernels' tiles);
+  // four per thread, so that a thread slowed by other work on its core hands
+  // the rest of its share to the others (each row's result does not depend on
+  // which thread computes it).
+  pool.parallel_for(total_rows, run_rows, 16, 4);
 }
 
 void matmul(ThreadPool& pool, const float* x, const WeightMatrix& w, const float* bias, float* y,
