@@ -5,7 +5,14 @@
 namespace zl {
 
 BlockRuns::BlockRuns(int32_t num_blocks)
-    : member_(static_cast<size_t>(num_blocks), 0), by_start_(&node_pool_), by_len_(&node_pool_) {}
+    : member_(static_cast<size_t>(num_blocks), 0), by_start_(&node_pool_), by_len_(&node_pool_) {
+  // Fill the node pool for the most runs there can be (every other block a
+  // member, plus one while an erase splits a run), so that no later insert or
+  // erase reaches the system allocator, whatever the workload.
+  const int32_t max_runs = (num_blocks + 1) / 2 + 1;
+  for (int32_t i = 0; i < max_runs; ++i) add_run(2 * i, 1);
+  for (int32_t i = 0; i < max_runs; ++i) remove_run(2 * i, 1);
+}
 
 void BlockRuns::add_run(int32_t start, int32_t len) {
   if (len <= 0) return;

@@ -3,7 +3,8 @@
 // the largest run (external fragmentation) in O(1). Every insert coalesces
 // with its neighbours and every erase splits, so the runs are always maximal
 // and never adjacent. Node memory comes from a private pool that keeps freed
-// nodes, so after warm-up the hot path does not reach the system allocator.
+// nodes, filled at construction for the most runs there can be, so insert
+// and erase never reach the system allocator (about 100 bytes per two blocks).
 #pragma once
 
 #include <cstdint>

@@ -295,12 +295,12 @@ void EngineCore::update(Clock::time_point now) {
 void EngineCore::sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now) {
   int32_t token = greedy_token;  // the forward pass's argmax of `logits`
   float logprob = 0.0f;
-  std::vector<TokenLogprob>* top = nullptr;
+  std::span<const TokenLogprob> top;  // the sampler's, until its next sample()
   if (!seq->plain_greedy) {
     SampleResult sample = seq->sampler.sample(logits);
     token = sample.token;
     logprob = sample.logprob;
-    if (!sample.top.empty()) top = new std::vector<TokenLogprob>(std::move(sample.top));
+    top = sample.top;
   }
   if (seq->num_generated() == 0 && seq->first_token_at == Clock::time_point()) seq->first_token_at = now;
   bool is_eos = !seq->ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();
@@ -308,10 +308,8 @@ void EngineCore::sample_next(Sequence* seq, float* logits, int32_t greedy_token,
     const std::vector<int32_t>& ids = seq->request.stop_token_ids;
     is_eos |= std::find(ids.begin(), ids.end(), token) != ids.end();
   }
-  if (is_eos || (seq->min_token_prob > 0.0f && std::exp(logprob) < seq->min_token_prob)) {
-    delete top;
+  if (is_eos || (seq->min_token_prob > 0.0f && std::exp(logprob) < seq->min_token_prob))
     return finish(seq, FinishReason::kStop, is_eos ? "eos" : "min_token_prob", now);
-  }
   seq->tokens.push_back(token);
   if (seq->last_token_at != Clock::time_point()) inter_token_ns_.record(nanos_between(seq->last_token_at, now));
   seq->last_token_at = now;

@@ -24,8 +24,7 @@
 //    blocks for the prompt (then on demand).
 //
 // Threading: owned by the engine thread; no locks. Nothing here allocates
-// after construction except the run sets' node pool until it has warmed up
-// (engine/block_runs.h), a sequence's table, reserved once at admission for
+// after construction except a sequence's table, reserved once at admission for
 // max_total_tokens (a no-op when a released table is reused), and compact()'s
 // list of moves when the caller's has less capacity than num_blocks. The
 // prefix index is a table sized once (engine/signature_index.h).

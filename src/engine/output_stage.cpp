@@ -2,6 +2,7 @@
 
 #include <bit>
 
+#include "core/check.h"
 #include "engine/inbox.h"
 
 namespace zl {
@@ -17,6 +18,7 @@ OutputStage::OutputStage(std::function<void(RequestId)> on_stop_string, int32_t 
                          uint32_t max_inline_records)
     : on_stop_string_(std::move(on_stop_string)),
       ring_(std::bit_ceil(static_cast<uint32_t>(std::max(capacity, 2)))),
+      top_slab_(ring_.size() * kMaxTopLogprobs),
       mask_(static_cast<uint32_t>(ring_.size()) - 1),
       max_inline_records_(max_inline_records) {}
 
@@ -33,19 +35,22 @@ void OutputStage::start_thread() {
   thread_ = std::thread([this] { run(); });
 }
 
-void OutputStage::push_token(RequestOutput* out, int32_t token, float logprob, std::vector<TokenLogprob>* top) {
-  push(Record{out, token, logprob, top});
+void OutputStage::push_token(RequestOutput* out, int32_t token, float logprob, std::span<const TokenLogprob> top) {
+  CHECK_LE(top.size(), size_t{kMaxTopLogprobs});
+  push(Record{out, token, logprob, static_cast<int32_t>(top.size())}, top);
 }
 
-void OutputStage::push_finish(RequestOutput* out) { push(Record{out, kFinishToken, 0.0f, nullptr}); }
+void OutputStage::push_finish(RequestOutput* out) { push(Record{out, kFinishToken, 0.0f, 0}, {}); }
 
-void OutputStage::push(const Record& record) {
+void OutputStage::push(const Record& record, std::span<const TokenLogprob> top) {
   // Full: make room (inline, deliver now; threaded, wait for the stage).
   while (write_local_ - read_.load(std::memory_order_acquire) > mask_) {
     publish();
     if (write_local_ - read_.load(std::memory_order_acquire) > mask_) std::this_thread::yield();
   }
-  ring_[write_local_ & mask_] = record;
+  const uint32_t slot = write_local_ & mask_;
+  ring_[slot] = record;
+  std::copy(top.begin(), top.end(), top_slab_.begin() + size_t{slot} * kMaxTopLogprobs);
   ++write_local_;
 }
 
@@ -107,26 +112,26 @@ void OutputStage::run() {
 
 uint32_t OutputStage::deliver(uint32_t read, uint32_t end) {
   for (; read != end; ++read) {
-    const Record& r = ring_[read & mask_];
+    const uint32_t slot = read & mask_;
+    const Record& r = ring_[slot];
     if (r.token == kFinishToken) {
       deliver_finish(r.out);
     } else {
-      deliver_token(r);
+      deliver_token(r, &top_slab_[size_t{slot} * kMaxTopLogprobs]);
     }
   }
   return read;
 }
 
-void OutputStage::deliver_token(const Record& r) {
+void OutputStage::deliver_token(const Record& r, const TokenLogprob* top) {
   RequestOutput* out = r.out;
-  std::unique_ptr<std::vector<TokenLogprob>> top(r.top);
   if (out->stops.stopped()) return;  // after a stop string: the engine is finishing it
   TokenEvent event;
   event.id = out->id;
   event.token = r.token;
   event.text = out->stops.push(out->decoder.push(r.token));
   event.logprob = r.logprob;
-  if (top) event.top_logprobs = std::move(*top);
+  event.top_logprobs.assign(top, top + r.num_top);
   out->num_delivered++;
   out->sink->on_token(event);
   if (out->stops.stopped()) on_stop_string_(out->id);

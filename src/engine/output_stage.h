@@ -4,7 +4,8 @@
 // holds only sampling and scheduling.
 //
 // Hand-over: the engine thread appends fixed 24-byte records (token or
-// finish) to a single-producer single-consumer ring and publishes them once
+// finish; a token's top logprobs go to the record's slot of a slab beside
+// the ring) to a single-producer single-consumer ring and publishes them once
 // per step (one release store, a futex wake only if the stage sleeps). The
 // stage detokenizes, matches stop strings and calls the sink, in order per
 // request. A stop string is found here, after the engine has moved on: the
@@ -23,11 +24,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
-#include "tokenizer/tokenizer.h"
+#include "engine/sampler.h"
 #include "engine/stop_matcher.h"
+#include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
 
 namespace zl {
@@ -74,8 +77,8 @@ class OutputStage {
   // Delivers on a thread of its own from now on.
   void start_thread();
 
-  // Engine thread. `top` (may be null) is owned by the stage from here on.
-  void push_token(RequestOutput* out, int32_t token, float logprob, std::vector<TokenLogprob>* top);
+  // Engine thread. `top` (at most kMaxTopLogprobs entries) is copied.
+  void push_token(RequestOutput* out, int32_t token, float logprob, std::span<const TokenLogprob> top);
   // Engine thread: out->finish is filled; the stage owns `out` from here on.
   void push_finish(RequestOutput* out);
   // Engine thread: makes the records pushed so far visible to the stage.
@@ -86,11 +89,11 @@ class OutputStage {
     RequestOutput* out;
     int32_t token;                     // kFinishToken: the finish record
     float logprob;
-    std::vector<TokenLogprob>* top;
+    int32_t num_top;                   // entries in the record's top_slab_ slot
   };
   static constexpr int32_t kFinishToken = -1;
 
-  void push(const Record& record);
+  void push(const Record& record, std::span<const TokenLogprob> top);
   void run();
   void wake();
   // Whoever delivers (the stage, or the engine for a few records) holds this.
@@ -98,11 +101,12 @@ class OutputStage {
   void unlock_delivery();
   // Delivers records [read, end); returns end.
   uint32_t deliver(uint32_t read, uint32_t end);
-  void deliver_token(const Record& r);
+  void deliver_token(const Record& r, const TokenLogprob* top);
   void deliver_finish(RequestOutput* out);
 
   const std::function<void(RequestId)> on_stop_string_;
   std::vector<Record> ring_;
+  std::vector<TokenLogprob> top_slab_;       // [ring_.size(), kMaxTopLogprobs] each record's top logprobs
   const uint32_t mask_;
   const uint32_t max_inline_records_;
   uint32_t write_local_ = 0;                 // engine thread: pushed, maybe unpublished

@@ -50,8 +50,8 @@ Status validate_sampling(const SamplingParams& p, int32_t vocab_size) {
   ZL_RETURN_IF_ERROR(check_range("repetition_penalty", p.repetition_penalty, 0.0f, 10.0f, true));
   ZL_RETURN_IF_ERROR(check_range("presence_penalty", p.presence_penalty, -2.0f, 2.0f));
   ZL_RETURN_IF_ERROR(check_range("frequency_penalty", p.frequency_penalty, -2.0f, 2.0f));
-  if (p.num_top_logprobs < 0 || p.num_top_logprobs > 20 || p.num_top_logprobs > vocab_size)
-    return invalid_argument("logprobs must be in [0, 20], got ", p.num_top_logprobs);
+  if (p.num_top_logprobs < 0 || p.num_top_logprobs > kMaxTopLogprobs || p.num_top_logprobs > vocab_size)
+    return invalid_argument("logprobs must be in [0, ", kMaxTopLogprobs, "], got ", p.num_top_logprobs);
   return ok_status();
 }
 
@@ -66,6 +66,7 @@ Sampler::Sampler(const SamplingParams& params, int32_t vocab_size) : params_(par
     raw_logits_.resize(n);
   }
   if (params.temperature != 0.0f || params.num_top_logprobs > 0) candidates_.resize(n);
+  top_.resize(static_cast<size_t>(std::max(params.num_top_logprobs, 0)));
   if (params.temperature != 0.0f) probs_.resize(n);
   uint64_t state = params.has_seed ? params.seed : std::random_device{}();
   for (uint64_t& word : rng_) word = splitmix64(state);
@@ -172,8 +173,9 @@ SampleResult Sampler::sample(float* logits) {
                       LogitDescending{logits});
     for (int32_t i = 0; i < params_.num_top_logprobs; ++i) {
       int32_t id = candidates_[static_cast<size_t>(i)];
-      result.top.push_back({id, logits[id] - log_norm});
+      top_[static_cast<size_t>(i)] = {id, logits[id] - log_norm};
     }
+    result.top = top_;
   }
   // Penalties change logits in place; keep the raw row for the logprob.
   const float* raw = logits;

@@ -18,6 +18,9 @@
 
 namespace zl {
 
+// The most top logprobs a request may ask for (OpenAI's limit).
+constexpr int32_t kMaxTopLogprobs = 20;
+
 struct SamplingParams {
   float temperature = 1.0f;         // 0: greedy; otherwise (0, 100]
   int32_t top_k = 0;                // 0 or -1: off
@@ -28,7 +31,7 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // [-2, 2]; on output tokens (OpenAI)
   bool has_seed = false;
   uint64_t seed = 0;
-  int32_t num_top_logprobs = 0;     // [0, 20]
+  int32_t num_top_logprobs = 0;     // [0, kMaxTopLogprobs]
   bool return_logprob = false;      // compute the chosen token's logprob (implied by num_top_logprobs)
 };
 
@@ -43,7 +46,8 @@ struct TokenLogprob {
 struct SampleResult {
   int32_t token = -1;
   float logprob = 0.0f;              // log p(token) under the raw distribution, if asked for
-  std::vector<TokenLogprob> top;     // num_top_logprobs best, descending
+  // num_top_logprobs best, descending: the sampler's memory, valid until its next sample().
+  std::span<const TokenLogprob> top;
 };
 
 class Sampler {
@@ -72,6 +76,7 @@ class Sampler {
   std::vector<int32_t> candidates_;     // scratch for temperature > 0 and top logprobs
   std::vector<float> probs_;            // scratch for temperature > 0
   std::vector<float> raw_logits_;       // penalties: logits before them
+  std::vector<TokenLogprob> top_;       // [num_top_logprobs] what sample() returns as top
   uint64_t rng_[4];                     // xoshiro256**
 };
 

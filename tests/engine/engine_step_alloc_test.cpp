@@ -15,8 +15,6 @@
 //    idle, and the detokenizer allocates there (StreamDecoder::push and
 //    Tokenizer::decode return strings: 0.7 per step in this mix, whose byte
 //    tokens are often partial UTF-8); this test's stage never delivers inline.
-//  - requests asking for top logprobs, left out of the mix: each sampled
-//    token's top list is a vector handed to the output stage.
 // This binary replaces operator new (engine/alloc_counter.h): it holds no other tests.
 #include <gtest/gtest.h>
 
@@ -137,6 +135,7 @@ class Workload {
     r.priority = uniform(0, 2);
     if (uniform(0, 9) == 0) r.stop = {"\x05"};
     if (uniform(0, 19) == 0) r.min_token_prob = 0.01f;
+    if (uniform(0, 9) == 0) r.sampling.num_top_logprobs = uniform(1, kMaxTopLogprobs);
     if (uniform(0, 9) == 0) r.ignore_eos = true;
     std::vector<int32_t> prompt = prefixes_[static_cast<size_t>(uniform(0, 3))];
     prompt.resize(static_cast<size_t>(uniform(1, 24)));

@@ -40,7 +40,7 @@ TEST(OutputStageTest, InlineDeliversTextInOrderAndFlushesHeldBytes) {
   Harness h;
   auto sink = std::make_shared<test::CollectingSink>();
   RequestOutput* out = h.make(7, sink);
-  for (int32_t t : {int32_t{'h'}, int32_t{'i'}, 0xE4, 0xBD}) h.stage.push_token(out, t, -0.5f, nullptr);
+  for (int32_t t : {int32_t{'h'}, int32_t{'i'}, 0xE4, 0xBD}) h.stage.push_token(out, t, -0.5f, {});
   EXPECT_TRUE(sink->tokens.empty()) << "nothing is delivered before publish()";
   h.stage.publish();
   EXPECT_EQ(sink->tokens, (std::vector<int32_t>{'h', 'i', 0xE4, 0xBD}));
@@ -59,7 +59,7 @@ TEST(OutputStageTest, StopStringStopsOutputAndOverridesTheEnginesReason) {
   Harness h;
   auto sink = std::make_shared<test::CollectingSink>();
   RequestOutput* out = h.make(3, sink, {"XY"});
-  for (int32_t t : std::vector<int32_t>{'a', 'X', 'Y', 'b', 'c'}) h.stage.push_token(out, t, 0.0f, nullptr);
+  for (int32_t t : std::vector<int32_t>{'a', 'X', 'Y', 'b', 'c'}) h.stage.push_token(out, t, 0.0f, {});
   h.stage.publish();
   EXPECT_EQ(h.stops, std::vector<RequestId>{3}) << "the engine is asked once to finish it";
   EXPECT_EQ(sink->tokens, (std::vector<int32_t>{'a', 'X', 'Y'})) << "tokens after the stop string are dropped";
@@ -86,8 +86,9 @@ TEST(OutputStageTest, TopLogprobsTravelWithTheirToken) {
   };
   auto top_sink = std::make_shared<TopSink>();
   RequestOutput* out = h.make(1, top_sink);
-  h.stage.push_token(out, 'a', -1.0f, new std::vector<TokenLogprob>{{'a', -1.0f}, {'b', -2.0f}});
-  h.stage.push_token(out, 'b', -2.0f, nullptr);
+  const TokenLogprob top[] = {{'a', -1.0f}, {'b', -2.0f}};
+  h.stage.push_token(out, 'a', -1.0f, top);
+  h.stage.push_token(out, 'b', -2.0f, {});
   h.finish(out, FinishReason::kStop, 2);
   h.stage.publish();
   EXPECT_EQ(top_sink->top_sizes, (std::vector<size_t>{2, 0}));
@@ -113,7 +114,7 @@ TEST(OutputStageTest, ThreadedSmallStepIsDeliveredByThePublisherLargeOnesByTheSt
   h.stage.start_thread();
   auto small = std::make_shared<ThreadSink>();
   RequestOutput* out = h.make(1, small);
-  h.stage.push_token(out, 'a', 0.0f, nullptr);
+  h.stage.push_token(out, 'a', 0.0f, {});
   h.stage.publish();
   // The idle stage takes no part: the event is already there, on this thread.
   ASSERT_EQ(small->tokens.size(), 1u);
@@ -124,7 +125,7 @@ TEST(OutputStageTest, ThreadedSmallStepIsDeliveredByThePublisherLargeOnesByTheSt
 
   auto large = std::make_shared<ThreadSink>();
   RequestOutput* big = h.make(2, large);
-  for (int i = 0; i < 1000; ++i) h.stage.push_token(big, 'a' + i % 26, 0.0f, nullptr);
+  for (int i = 0; i < 1000; ++i) h.stage.push_token(big, 'a' + i % 26, 0.0f, {});
   h.finish(big, FinishReason::kLength, 1000);
   h.stage.publish();
   ASSERT_TRUE(large->wait(30.0));
@@ -144,7 +145,7 @@ TEST(OutputStageTest, AFullRingWaitsForTheStageAndLosesNothing) {
     outs.push_back(h.make(id, sinks.back()));
   }
   for (int step = 0; step < 300; ++step) {
-    for (RequestOutput* out : outs) h.stage.push_token(out, 'a' + step % 26, 0.0f, nullptr);
+    for (RequestOutput* out : outs) h.stage.push_token(out, 'a' + step % 26, 0.0f, {});
     h.stage.publish();
   }
   for (RequestOutput* out : outs) h.finish(out, FinishReason::kLength, 300);
@@ -163,7 +164,7 @@ TEST(OutputStageTest, DestructionDeliversWhatWasPublished) {
     Harness h(64);
     h.stage.start_thread();
     RequestOutput* out = h.make(9, sink);
-    for (int i = 0; i < 100; ++i) h.stage.push_token(out, 'z', 0.0f, nullptr);
+    for (int i = 0; i < 100; ++i) h.stage.push_token(out, 'z', 0.0f, {});
     h.finish(out, FinishReason::kAborted, 100);
   }
   EXPECT_EQ(sink->tokens.size(), 100u);
