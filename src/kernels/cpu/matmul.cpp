@@ -47,6 +47,11 @@ bool isa_supported(Isa isa) {
   return false;
 }
 
+bool bf16_dot_supported() {
+  static const bool supported = isa_supported(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
+  return supported;
+}
+
 Isa active_isa() {
   static const Isa isa = [] {
     const char* env = std::getenv("ZEROLAYER_ISA");

@@ -2,7 +2,8 @@
 // PyTorch stores a Linear weight, [out_features, in_features], in any weight
 // format (f32, f16, bf16 as stored; GGUF Q8_0 / Q4_0 blocks; int8 with a scale
 // per row). Float formats are widened in registers and multiplied with the f32
-// activations (exact products, f32 sums). Quantized formats multiply int8
+// activations (exact products, f32 sums), except packed bf16 on AVX512-BF16
+// (bf16_dot_supported below). Quantized formats multiply int8
 // weights with activations quantized to int8 blocks of 32 (as llama.cpp does):
 // integer dot products per block, then f32 scales; the activation rounding
 // costs ~0.3% relative error per product (see tests/kernels/matmul_test.cpp).
@@ -63,6 +64,11 @@ constexpr int64_t kPackRows = 16;
 int64_t packed_bytes(const WeightMatrix& w);
 // Writes w packed into dst[packed_bytes(w)], 64-byte aligned.
 void pack_matrix(const WeightMatrix& w, uint8_t* dst);
+
+// Whether the AVX-512 kernels multiply packed bf16 weights with AVX512-BF16
+// (vdpbf16ps): activations rounded to bf16 (relative error <= 2^-9 each, as
+// llama.cpp does), instead of widened weights times f32 activations.
+bool bf16_dot_supported();
 
 enum class Isa { kScalar, kAvx2, kAvx512 };
 const char* isa_name(Isa isa);

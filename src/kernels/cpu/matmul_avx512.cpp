@@ -10,7 +10,9 @@
 // of a row that is not a multiple of 16 uses masked loads.
 //
 // Packed bf16 (matmul.h), which the loader makes: 16 rows per vector lane,
-// one sequential stream (see packed_bf16_group).
+// one sequential stream (see packed_bf16_group). With AVX512-BF16 the
+// activations are rounded to bf16 and vdpbf16ps multiplies 16 rows x 2
+// columns per instruction (packed_bf16_group_dot), as llama.cpp computes bf16.
 //
 // Quantized formats: matmul_avx512_quant.cpp.
 // GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
@@ -19,10 +21,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels/cpu/matmul_kernels.h"
 
 #define ZL_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,fma,f16c")))
+#define ZL_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx512bf16,fma,f16c")))
 
 namespace zl::cpu {
 namespace {
@@ -97,6 +101,20 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
 
 constexpr int64_t kPrefetchPairs = 64;  // packed bf16: 64-byte vectors read ahead
 
+// y[t0 + t][16g + i] = sum of acc[t][0..3] lane i, for the rows of group g in
+// [row_lo, row_end).
+template <int T>
+ZL_AVX512 inline void store_group(const __m512 (&acc)[T][4], int64_t g, int64_t row_lo, int64_t row_end, int64_t t0,
+                                  float* y, int64_t ldy) {
+  const int64_t rg = g * 16;
+  const int64_t lo = std::max<int64_t>(0, row_lo - rg), hi = std::min<int64_t>(16, row_end - rg);
+  const __mmask16 m = static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+  for (int t = 0; t < T; ++t) {
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3]));
+    _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rg, m, sum);
+  }
+}
+
 // Packed bf16 (matmul.h): lane i of each vector belongs to row 16g + i, so
 // a 64-byte load gives 16 rows x 2 columns: the shift widens column 2c, the
 // mask column 2c + 1, each multiplied by that activation broadcast. Four
@@ -133,18 +151,61 @@ ZL_AVX512 void packed_bf16_group(const WeightMatrix& w, const MatmulInput& in, i
     pair(c + 1, 2, true);
   }
   for (; c < pairs; ++c) pair(c, 0, 2 * c + 1 < n);
-  const int64_t rg = g * 16;
-  const int64_t lo = std::max<int64_t>(0, row_lo - rg), hi = std::min<int64_t>(16, row_end - rg);
-  const __mmask16 m = static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
-  for (int t = 0; t < T; ++t) {
-    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3]));
-    _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rg, m, sum);
+  store_group<T>(acc, g, row_lo, row_end, t0, y, ldy);
+}
+
+// x: [T, n] f32 -> xp: [T, ceil(n / 2)] bf16 pairs (column 2c in the low half,
+// a missing last column 0), rounded to nearest even.
+ZL_AVX512_BF16 void to_bf16_pairs(const float* x, int64_t n, uint32_t* xp) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    _mm512_storeu_si512(xp + i / 2, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
+  if (i == n) return;
+  const int64_t left = n - i;  // 1..31
+  const auto lo = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+  const auto hi = static_cast<__mmask16>(left > 16 ? (1u << (left - 16)) - 1 : 0);
+  const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, x + i + 16), _mm512_maskz_loadu_ps(lo, x + i));
+  _mm512_mask_storeu_epi32(xp + i / 2, static_cast<__mmask16>((1u << ((left + 1) / 2)) - 1), (__m512i)v);
+}
+
+// As packed_bf16_group with bf16 activations xp[T][pairs]: one vdpbf16ps per
+// 64 bytes of weights and token (lane i += w[i][2c] x[2c] + w[i][2c + 1] x[2c + 1]),
+// four chains per token over consecutive column pairs.
+template <int T>
+ZL_AVX512_BF16 void packed_bf16_group_dot(const WeightMatrix& w, const uint32_t* xp, int64_t pairs, int64_t g,
+                                          int64_t row_lo, int64_t row_end, int64_t t0, float* y, int64_t ldy) {
+  const uint8_t* p = w.packed + g * pairs * 64;
+  __m512 acc[T][4];
+  for (int t = 0; t < T; ++t)
+    for (int a = 0; a < 4; ++a) acc[t][a] = _mm512_setzero_ps();
+  auto pair = [&](int64_t c, int a) ZL_AVX512_BF16 {
+    const __m512bh wv = (__m512bh)_mm512_load_si512(p + c * 64);
+    for (int t = 0; t < T; ++t)
+      acc[t][a] = _mm512_dpbf16_ps(acc[t][a], wv, (__m512bh)_mm512_set1_epi32(static_cast<int>(xp[t * pairs + c])));
+  };
+  int64_t c = 0;
+  for (; c + 4 <= pairs; c += 4) {
+    for (int a = 0; a < 4; ++a)
+      _mm_prefetch(reinterpret_cast<const char*>(p + (c + kPrefetchPairs + a) * 64), _MM_HINT_T0);
+    for (int a = 0; a < 4; ++a) pair(c + a, a);
   }
+  for (; c < pairs; ++c) pair(c, 0);
+  store_group<T>(acc, g, row_lo, row_end, t0, y, ldy);
 }
 
 template <int T>
 ZL_AVX512 void packed_bf16_rows(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                                 int64_t t0, float* y, int64_t ldy) {
+  if (bf16_dot_supported()) {
+    // The tokens' activations as bf16 pairs, once per tile: [T, pairs].
+    const int64_t pairs = (in.cols + 1) / 2;
+    thread_local std::vector<uint32_t> xp;
+    xp.resize(static_cast<size_t>(T * pairs));
+    for (int t = 0; t < T; ++t) to_bf16_pairs(in.x + (t0 + t) * in.cols, in.cols, &xp[static_cast<size_t>(t * pairs)]);
+    for (int64_t g = row_begin / 16; g * 16 < row_end; ++g)
+      packed_bf16_group_dot<T>(w, xp.data(), pairs, g, row_begin, row_end, t0, y, ldy);
+    return;
+  }
   for (int64_t g = row_begin / 16; g * 16 < row_end; ++g) packed_bf16_group<T>(w, in, g, row_begin, row_end, t0, y, ldy);
 }
 
