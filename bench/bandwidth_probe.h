@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/huge_buffer.h"
+
 namespace zl::bench {
 
 __attribute__((target("avx2"))) inline uint64_t read_slice_avx2(const uint8_t* p, size_t n) {
@@ -33,7 +35,9 @@ class BandwidthProbe {
  public:
   explicit BandwidthProbe(size_t bytes = size_t{1} << 30) : bytes_(bytes) {
     buf_ = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes_));
-    // Touch every page from several threads so the pages are spread like the weights'.
+    // On 2 MiB pages where the kernel allows it, as the weights are
+    // (ModelWeights::allocate_bytes): the same TLB reach as what it is compared with.
+    advise_huge_pages(buf_, bytes_);
     std::memset(buf_, 1, bytes_);
   }
   ~BandwidthProbe() { std::free(buf_); }

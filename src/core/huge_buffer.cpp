@@ -27,8 +27,15 @@ HugeBuffer allocate_huge_buffer(size_t bytes) {
   const uintptr_t end = begin + mapped;
   if (end > tail) munmap(reinterpret_cast<void*>(tail), end - tail);
   void* p = reinterpret_cast<void*>(aligned);
-  madvise(p, bytes, MADV_HUGEPAGE);  // advisory: 4 KiB pages if refused
+  advise_huge_pages(p, bytes);
   return HugeBuffer(p, HugeBufferDeleter{bytes});
+}
+
+void advise_huge_pages(void* p, size_t bytes) {
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kPage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // 4 KiB pages if refused
 }
 
 }  // namespace zl

