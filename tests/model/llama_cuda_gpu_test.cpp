@@ -66,6 +66,7 @@ Models load(const std::string& spec, bool use_graphs) {
 struct Trace {
   std::vector<std::vector<float>> cpu, gpu;
   std::vector<int32_t> cpu_tokens, gpu_tokens;
+  std::vector<int32_t> device_greedy;  // the device's argmax rows, beside gpu_tokens (the host's)
   std::vector<float> cpu_margins;  // CPU top-1 minus top-2 logit, per token
 };
 
@@ -89,8 +90,10 @@ Trace run(Models& m, int32_t steps) {
     std::vector<float> cpu_logits(3 * static_cast<size_t>(vocab)), gpu_logits(cpu_logits.size());
     ForwardBatch batch{tokens, chunks, rows};
     Status cpu_status = m.cpu->forward(batch, *m.cpu_cache, cpu_logits.data());
-    Status gpu_status = m.gpu->forward(batch, gpu_logits.data());
+    std::vector<int32_t> device_greedy(3, -1);
+    Status gpu_status = m.gpu->forward(batch, gpu_logits.data(), device_greedy.data());
     CHECK(cpu_status.ok() && gpu_status.ok()) << cpu_status.to_string() << " " << gpu_status.to_string();
+    r.device_greedy.insert(r.device_greedy.end(), device_greedy.begin(), device_greedy.end());
     for (int32_t s = 0; s < 3; ++s) {
       auto row = [&](std::vector<float>& l) { return l.begin() + s * vocab; };
       next_cpu[s] = static_cast<int32_t>(std::max_element(row(cpu_logits), row(cpu_logits) + vocab) - row(cpu_logits));
@@ -119,6 +122,15 @@ TEST(CudaLlamaModel, TinyLogitsMatchCpuThroughPrefillAndGraphDecode) {
   Trace r = run(m, 12);
   for (size_t step = 0; step < r.cpu.size(); ++step)
     EXPECT_LT(relative_error(r.gpu[step], r.cpu[step]), 3e-2) << "step " << step;
+}
+
+// The argmax computed on the device (inside the graph on decode steps) is
+// the argmax of the logits it copies back.
+TEST(CudaLlamaModel, DeviceGreedyTokensAreTheLogitsArgmax) {
+  ZL_REQUIRE_CUDA_DEVICE();
+  Models m = load("dummy:tiny", true);
+  Trace r = run(m, 6);
+  EXPECT_EQ(r.device_greedy, r.gpu_tokens);
 }
 
 TEST(CudaLlamaModel, GraphReplayEqualsEagerDecode) {
