@@ -181,6 +181,6 @@ for r in (r for r in rows if r.get("bench") == "gpu_gemm"):
 for (inv, shape), cells in gemm.items():
     print(f'{"y" if inv else "n":3} {shape:8} ' + "  ".join(cells))
 PY
-  grep -h "tokens/s" "$OUT/generate.txt" | tail -3
+  grep -h "time to first token" "$OUT/generate.txt"  # zerolayer generate: CPU, cuda:0, llama-1b
   grep -E "^(cold|warm|load):" "$OUT/generate.txt"; grep "^zerolayer:gpu" "$OUT/generate.txt"
 } 2>&1 | tee "$OUT/summary.txt"
