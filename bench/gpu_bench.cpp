@@ -33,6 +33,10 @@
 namespace zl::bench {
 namespace {
 
+// Tokens in one forward pass at most (prefill passes, GEMM shapes), the
+// engine's default --max-num-batched-tokens.
+constexpr int32_t kMaxBatchTokens = 2048;
+
 struct Options {
   std::string model = "dummy:llama-1b";
   std::vector<int> batches = {1, 8, 64, 256};
@@ -58,7 +62,7 @@ struct Batch {
 
 Status prefill(CudaLlamaModel& model, const Batch& b, int32_t context, int32_t vocab, std::vector<float>& logits) {
   const int32_t num_seqs = static_cast<int32_t>(b.tables.size());
-  const int32_t per_pass = std::max(1, 2048 / context);
+  const int32_t per_pass = std::max(1, kMaxBatchTokens / context);
   for (int32_t first = 0; first < num_seqs; first += per_pass) {
     std::vector<int32_t> tokens;
     std::vector<SeqChunk> chunks;
@@ -151,7 +155,7 @@ Status gemm_shapes(const ModelConfig& c, const Options& o, double bandwidth_gbs)
       {"qkv", {c.q_dim() + 2 * c.kv_dim(), c.dim}}, {"wo", {c.dim, c.q_dim()}},
       {"gate_up", {2 * int64_t{c.hidden_dim}, c.dim}}, {"down", {c.dim, c.hidden_dim}},
       {"lm_head", {c.vocab_size, c.dim}}};
-  ZL_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Gemm> gemm, cuda::Gemm::create(size_t{32} << 20, o.batch_invariant ? 2048 : 0));
+  ZL_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Gemm> gemm, cuda::Gemm::create(size_t{32} << 20, o.batch_invariant ? kMaxBatchTokens : 0));
   const int32_t max_batch = *std::max_element(o.gemm_batches.begin(), o.gemm_batches.end());
   for (const auto& [name, shape] : shapes) {
     const auto [n, k] = shape;
@@ -196,7 +200,7 @@ Status run(const Options& o) {
   const int32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   CudaModelOptions options;
   options.device_index = o.device;
-  options.max_batch_tokens = 2048;
+  options.max_batch_tokens = kMaxBatchTokens;
   options.max_num_seqs = max_batch;
   options.block_size = 16;
   options.batch_invariant = o.batch_invariant;
@@ -221,7 +225,7 @@ int main(int argc, char** argv) {
   app.add_option("--copy-mib", o.copy_mib)->check(CLI::Range(1, 1 << 16));
   app.add_flag("--batch-invariant", o.batch_invariant, "CudaModelOptions::batch_invariant");
   app.add_flag("--gemm-shapes", o.gemm_shapes, "Also time each GEMM shape alone at each --gemm-batches size");
-  app.add_option("--gemm-batches", o.gemm_batches)->delimiter(',')->check(CLI::Range(1, 2048));
+  app.add_option("--gemm-batches", o.gemm_batches)->delimiter(',')->check(CLI::Range(1, zl::bench::kMaxBatchTokens));
   CLI11_PARSE(app, argc, argv);
   for (int b : o.batches)
     if (b < 1 || b > 256) return std::fprintf(stderr, "error: --batches entries must be in [1, 256]\n"), 2;

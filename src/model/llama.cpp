@@ -173,8 +173,7 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* log
                            bool greedy_only) {
   ZL_RETURN_IF_ERROR(validate(batch, cache));
   if (cuda_) {
-    ZL_RETURN_IF_ERROR(cuda_->forward(batch, logits, greedy_tokens, greedy_only && greedy_tokens != nullptr));
-    return ok_status();
+    return cuda_->forward(batch, logits, greedy_tokens, greedy_only && greedy_tokens != nullptr);
   }
   forward_cpu(batch, cache, logits);
   if (greedy_tokens != nullptr)

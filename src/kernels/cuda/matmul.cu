@@ -1,8 +1,8 @@
 #include <cublasLt.h>
 
 #include <map>
-#include <vector>
 #include <tuple>
+#include <vector>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/gemv.h"
@@ -87,16 +87,17 @@ struct Gemm::Impl {
     return status == CUBLAS_STATUS_SUCCESS ? num_results : 0;
   }
 
-  // Batch invariance: row t of y must not depend on how many rows share the
-  // call, so every token count uses one algorithm (one kernel, one order of
-  // the k reduction, no split-k). Taken from the candidates for 64 tokens,
-  // the first that cuBLASLt accepts at 1 token and at the most tokens too.
+  // Whether cuBLASLt runs `algo` on the plan's shape within the workspace.
   bool fits(const Plan& p, const cublasLtMatmulAlgo_t& algo) {
     cublasLtMatmulHeuristicResult_t checked = {};
     return cublasLtMatmulAlgoCheck(handle, p.desc, p.a, p.b, p.c, p.c, &algo, &checked) == CUBLAS_STATUS_SUCCESS &&
            checked.workspaceSize <= workspace.num_bytes();
   }
 
+  // Batch invariance: row t of y must not depend on how many rows share the
+  // call, so every token count uses one algorithm (one kernel, one order of
+  // the k reduction, no split-k). Taken from the candidates for 64 tokens,
+  // the first that cuBLASLt accepts at 1 token and at the most tokens too.
   // (A Status and an out-parameter: nvcc 13's front end fails on a StatusOr
   // of this C struct.)
   Status invariant_algo(int64_t n, int64_t k, cublasLtMatmulAlgo_t& out) {

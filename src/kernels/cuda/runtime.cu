@@ -129,20 +129,19 @@ StatusOr<double> median_device_ms(const std::function<Status()>& work, int32_t r
   cudaEvent_t start, stop;
   ZL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
   ZL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
-  auto timed = [&](float& ms) -> Status {
-    ZL_CUDA_RETURN_IF_ERROR(cudaEventRecord(start));
-    ZL_RETURN_IF_ERROR(work());
-    ZL_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop));
-    ZL_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop));
-    ZL_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start, stop));
+  std::vector<float> ms(static_cast<size_t>(reps) + 1);  // ms[0] is the warm-up
+  // In a lambda so that the events are destroyed on every path below.
+  auto time_all = [&]() -> Status {
+    for (float& one : ms) {
+      ZL_CUDA_RETURN_IF_ERROR(cudaEventRecord(start));
+      ZL_RETURN_IF_ERROR(work());
+      ZL_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop));
+      ZL_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop));
+      ZL_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&one, start, stop));
+    }
     return ok_status();
   };
-  std::vector<float> ms(static_cast<size_t>(reps) + 1);
-  auto all = [&]() -> Status {
-    for (float& one : ms) ZL_RETURN_IF_ERROR(timed(one));  // ms[0] is the warm-up
-    return ok_status();
-  };
-  const Status status = all();
+  const Status status = time_all();
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   ZL_RETURN_IF_ERROR(status);
