@@ -1,68 +1,128 @@
-// This machine's DRAM read bandwidth: num_threads threads stream disjoint
-// slices of a buffer much larger than the caches (AVX-512 or AVX2 loads,
-// summed so the reads cannot be elided). One call is one timed sweep.
+// This machine's DRAM read bandwidth, measured the way a decode step reads
+// its weights: the model's ThreadPool (the calling thread takes part) splits
+// each buffer into one contiguous slice per thread, and every slice is
+// streamed once with the widest loads the CPU has (AVX-512, else AVX2), summed
+// so the reads cannot be elided. One call of sweep() is one timed pass.
+//
+// Two uses: BandwidthProbe sweeps one buffer far larger than the caches
+// (bench/bandwidth); decode_bench sweeps the model's own weight matrices, the
+// exact bytes a decode step streams, so "time per token >= weight bytes /
+// bandwidth" is measured on the same pages, threads and moment as the step.
 #pragma once
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "core/huge_buffer.h"
+#include "core/thread_pool.h"
 
 namespace zl::bench {
 
-__attribute__((target("avx2"))) inline uint64_t read_slice_avx2(const uint8_t* p, size_t n) {
-  __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
-  for (size_t i = 0; i + 128 <= n; i += 128) {
-    acc0 = _mm256_add_epi64(acc0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
-    acc1 = _mm256_add_epi64(acc1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
-    acc0 = _mm256_add_epi64(acc0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
-    acc1 = _mm256_add_epi64(acc1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+// Sum of the 64-bit words of p[0, n), 256 bytes per iteration in four
+// independent chains (unaligned loads: mapped weights need not be aligned).
+__attribute__((target("avx512f"))) inline uint64_t read_bytes_avx512(const uint8_t* p, size_t n) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 256 <= n; i += 256) {
+    a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(p + i));
+    a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(p + i + 64));
+    a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 128));
+    a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(p + i + 192));
   }
-  acc0 = _mm256_add_epi64(acc0, acc1);
-  alignas(32) uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc0);
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  // A store, not _mm512_reduce_add_epi64 (GCC 12 warns inside it).
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+  uint64_t sum = 0;
+  for (uint64_t lane : lanes) sum += lane;
+  for (; i < n; ++i) sum += p[i];
+  return sum;
 }
 
-class BandwidthProbe {
+__attribute__((target("avx2"))) inline uint64_t read_bytes_avx2(const uint8_t* p, size_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    a0 = _mm256_add_epi64(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_add_epi64(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+    a2 = _mm256_add_epi64(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+    a3 = _mm256_add_epi64(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+  }
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
+                     _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
+  uint64_t sum = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; ++i) sum += p[i];
+  return sum;
+}
+
+inline uint64_t read_bytes(const uint8_t* p, size_t n) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512 ? read_bytes_avx512(p, n) : read_bytes_avx2(p, n);
+}
+
+// Buffers read together in one sweep (a model's weight matrices).
+struct ByteSpan {
+  const uint8_t* data = nullptr;
+  int64_t bytes = 0;
+};
+
+class SpanSweep {
  public:
-  explicit BandwidthProbe(size_t bytes = size_t{1} << 30) : bytes_(bytes) {
-    buf_ = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes_));
-    // On 2 MiB pages where the kernel allows it, as the weights are
-    // (ModelWeights::allocate_bytes): the same TLB reach as what it is compared with.
-    advise_huge_pages(buf_, bytes_);
-    std::memset(buf_, 1, bytes_);
+  SpanSweep(ThreadPool& pool, std::vector<ByteSpan> spans) : pool_(pool), spans_(std::move(spans)) {
+    for (const ByteSpan& s : spans_) bytes_ += s.bytes;
   }
-  ~BandwidthProbe() { std::free(buf_); }
 
-  // GB/s (1e9 bytes) of one sweep with num_threads threads.
-  double sweep(int num_threads) {
-    std::vector<std::thread> threads;
-    std::vector<uint64_t> sums(static_cast<size_t>(num_threads));
-    auto start = std::chrono::steady_clock::now();
-    for (int t = 0; t < num_threads; ++t) {
-      size_t begin = bytes_ / num_threads * t / 128 * 128, end = bytes_ / num_threads * (t + 1) / 128 * 128;
-      threads.emplace_back([&, t, begin, end] { sums[static_cast<size_t>(t)] = read_slice_avx2(buf_ + begin, end - begin); });
+  int64_t bytes() const { return bytes_; }
+  uint64_t sink() const { return sink_.load(std::memory_order_relaxed); }
+
+  // Seconds of one pass over every span, one parallel_for per span as the
+  // forward pass makes one per matrix; each thread's part is whole 64-byte lines.
+  double sweep() {
+    const auto start = std::chrono::steady_clock::now();
+    for (const ByteSpan& s : spans_) {
+      const int64_t lines = (s.bytes + 63) / 64;
+      pool_.parallel_for(lines, [&](int64_t begin, int64_t end) {
+        const int64_t first = begin * 64, last = std::min(end * 64, s.bytes);
+        sink_.fetch_add(read_bytes(s.data + first, static_cast<size_t>(last - first)), std::memory_order_relaxed);
+      });
     }
-    for (auto& th : threads) th.join();
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    sink_ += sums[0];
-    return static_cast<double>(bytes_) / seconds / 1e9;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  uint64_t sink() const { return sink_; }
+  // GB/s (1e9 bytes) of one pass.
+  double sweep_gbs() { return static_cast<double>(bytes_) / sweep() / 1e9; }
 
  private:
-  size_t bytes_;
-  uint8_t* buf_;
-  uint64_t sink_ = 0;
+  ThreadPool& pool_;
+  std::vector<ByteSpan> spans_;
+  int64_t bytes_ = 0;
+  std::atomic<uint64_t> sink_{0};
+};
+
+// One buffer of `bytes` (default 1 GiB, far beyond the caches), on 2 MiB pages
+// where the kernel allows it, as the weights are (ModelWeights::allocate_bytes).
+class BandwidthProbe {
+ public:
+  explicit BandwidthProbe(ThreadPool& pool, size_t bytes = size_t{1} << 30)
+      : buffer_(allocate_huge_buffer(bytes)),
+        sweep_(pool, {{static_cast<const uint8_t*>(buffer_.get()), static_cast<int64_t>(bytes)}}) {
+    // Touch every page, with non-zero bytes, so no sweep reads the shared zero page.
+    if (buffer_ != nullptr) std::memset(buffer_.get(), 1, bytes);
+  }
+
+  bool ok() const { return buffer_ != nullptr; }
+  double sweep_gbs() { return sweep_.sweep_gbs(); }
+  uint64_t sink() const { return sweep_.sink(); }
+
+ private:
+  HugeBuffer buffer_;
+  SpanSweep sweep_;
 };
 
 struct Summary {
