@@ -21,7 +21,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "kernels/cpu/matmul_kernels.h"
 
@@ -154,9 +153,9 @@ ZL_AVX512 void packed_bf16_group(const WeightMatrix& w, const MatmulInput& in, i
   store_group<T>(acc, g, row_lo, row_end, t0, y, ldy);
 }
 
-// x: [T, n] f32 -> xp: [T, ceil(n / 2)] bf16 pairs (column 2c in the low half,
-// a missing last column 0), rounded to nearest even.
-ZL_AVX512_BF16 void to_bf16_pairs(const float* x, int64_t n, uint32_t* xp) {
+}  // namespace
+
+ZL_AVX512_BF16 void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp) {
   int64_t i = 0;
   for (; i + 32 <= n; i += 32)
     _mm512_storeu_si512(xp + i / 2, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
@@ -167,6 +166,8 @@ ZL_AVX512_BF16 void to_bf16_pairs(const float* x, int64_t n, uint32_t* xp) {
   const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, x + i + 16), _mm512_maskz_loadu_ps(lo, x + i));
   _mm512_mask_storeu_epi32(xp + i / 2, static_cast<__mmask16>((1u << ((left + 1) / 2)) - 1), (__m512i)v);
 }
+
+namespace {
 
 // As packed_bf16_group with bf16 activations xp[T][pairs]: one vdpbf16ps per
 // 64 bytes of weights and token (lane i += w[i][2c] x[2c] + w[i][2c + 1] x[2c + 1]),
@@ -196,14 +197,11 @@ ZL_AVX512_BF16 void packed_bf16_group_dot(const WeightMatrix& w, const uint32_t*
 template <int T>
 ZL_AVX512 void packed_bf16_rows(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                                 int64_t t0, float* y, int64_t ldy) {
-  if (bf16_dot_supported()) {
-    // The tokens' activations as bf16 pairs, once per tile: [T, pairs].
+  if (in.xbf16 != nullptr) {
+    // The activations as bf16 pairs, converted once per call (matmul.cpp).
     const int64_t pairs = (in.cols + 1) / 2;
-    thread_local std::vector<uint32_t> xp;
-    xp.resize(static_cast<size_t>(T * pairs));
-    for (int t = 0; t < T; ++t) to_bf16_pairs(in.x + (t0 + t) * in.cols, in.cols, &xp[static_cast<size_t>(t * pairs)]);
     for (int64_t g = row_begin / 16; g * 16 < row_end; ++g)
-      packed_bf16_group_dot<T>(w, xp.data(), pairs, g, row_begin, row_end, t0, y, ldy);
+      packed_bf16_group_dot<T>(w, in.xbf16 + t0 * pairs, pairs, g, row_begin, row_end, t0, y, ldy);
     return;
   }
   for (int64_t g = row_begin / 16; g * 16 < row_end; ++g) packed_bf16_group<T>(w, in, g, row_begin, row_end, t0, y, ldy);

@@ -15,6 +15,8 @@ struct MatmulInput {
   const int8_t* xq = nullptr;  // [num_tokens, cols] int8 (quantized formats)
   const float* xd = nullptr;   // [num_tokens, cols / 32] block scales
   const float* xds = nullptr;  // [num_tokens, cols / 32] scale * sum(q) per block
+  // [num_tokens, ceil(cols / 2)] bf16 pairs (packed bf16 weights on AVX512-BF16)
+  const uint32_t* xbf16 = nullptr;
   int64_t num_tokens = 0;
   int64_t cols = 0;
 };
@@ -28,6 +30,10 @@ TileKernel tile_kernel_scalar(DType dtype);
 TileKernel tile_kernel_avx2(DType dtype);
 TileKernel tile_kernel_avx512(DType dtype);
 TileKernel tile_kernel_avx512_quant(DType dtype);  // Q8_0, Q4_0, I8
+
+// x: [n] f32 -> xp: [ceil(n / 2)] bf16 pairs (column 2c in the low half, a
+// missing last column 0), rounded to nearest even. Needs bf16_dot_supported().
+void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp);
 
 // The codes (as signed values) and scale of block b (32 columns) of row r of
 // a Q8_0, Q4_0 or I8 matrix, read from its stored bytes (I8: scale 1).
