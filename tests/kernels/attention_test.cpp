@@ -1,6 +1,7 @@
 // The AVX-512 attention against the scalar reference (per-position online
-// softmax) on random shapes: head sizes that are not multiples of 16, grouped
-// query heads, contexts that end inside a 16-position chunk, scattered blocks.
+// softmax) on random shapes: head sizes that are not multiples of 16 and the
+// 64 / 128 the vector path specializes, grouped query heads, contexts that end
+// inside a 16-position chunk, scattered blocks of several sizes.
 // Tolerance: max |out - ref| <= 1e-5 x max |ref| (only the f32 order of the
 // dot products and the max/rescale points differ).
 #include <gtest/gtest.h>
@@ -28,7 +29,11 @@ TEST(AttentionTest, VectorMatchesScalarReference) {
   ThreadPool pool(2);
   const std::vector<Shape> shapes = {{1, 1, 16, 4, {0}},          {2, 1, 8, 16, {5, 17}},
                                      {4, 2, 24, 8, {15, 16, 31}}, {3, 3, 80, 16, {40, 0, 63, 64}},
-                                     {8, 2, 64, 16, {100, 7}},    {2, 2, 130, 32, {33}}};
+                                     {8, 2, 64, 16, {100, 7}},    {2, 2, 130, 32, {33}},
+                                     // Heads of 64 / 128 (the register path), blocks a multiple of 16
+                                     // (a chunk in one block) or not (rows found one by one).
+                                     {4, 1, 64, 8, {70, 3}},      {2, 1, 128, 16, {90}},
+                                     {2, 2, 128, 48, {130, 20}},  {4, 2, 128, 12, {50, 0, 47}}};
   for (const Shape& s : shapes) {
     const int64_t num_tokens = static_cast<int64_t>(s.positions.size());
     const int32_t max_pos = *std::max_element(s.positions.begin(), s.positions.end());
