@@ -1,25 +1,30 @@
 #!/bin/bash
-# dummy:llama-1b on the CPU: zerolayer's decode_bench and llama.cpp's
-# llama-bench on the same GGUF files, interleaved, ROUNDS rounds.
+# dummy:llama-1b (or M=l110m: dummy:llama-110m) on the CPU: zerolayer's
+# decode_bench and llama.cpp's llama-bench on the same GGUF files,
+# interleaved, ROUNDS rounds.
 #   DBS: label=decode_bench pairs, run one after the other (copies of the
 #        binaries, so rebuilds during the run do not touch them)
-#   FORMATS: which of q8_0 q4_0 bf16 int8
+#   FORMATS: which of q8_0 q4_0 bf16 f16 int8
+#   M: the file prefix, l1b (default) or l110m
 #   LB: llama-bench (bench/run_llama_cpp_compare.sh build)
 # GGUFs written first with
 #   zerolayer convert --model dummy:llama-1b --quantization q8_0 --out /tmp/l1b.q8_0.gguf
 #   zerolayer convert --model dummy:llama-1b --quantization q4_0 --out /tmp/l1b.q4_0.gguf
 #   zerolayer convert --model dummy:llama-1b --dtype bf16 --out /tmp/l1b.bf16.gguf
+#   zerolayer convert --model dummy:llama-1b --dtype f16 --out /tmp/l1b.f16.gguf
+# (and the same with dummy:llama-110m into /tmp/l110m.*.gguf)
 # int8 (per-row scales) has no GGUF type: decode_bench converts the bf16 file at
 # load (--formats int8); llama.cpp has no counterpart.
 DBS=${DBS:-new=/tmp/db_new}
-FORMATS=${FORMATS:-q8_0 q4_0 bf16 int8}
+FORMATS=${FORMATS:-q8_0 q4_0 bf16 f16 int8}
+M=${M:-l1b}
 LB=${LB:-/tmp/lcp/build/bin/llama-bench}
 ROUNDS=${ROUNDS:-2}
 for round in $(seq 1 "$ROUNDS"); do
   for f in $FORMATS; do
-    g=/tmp/l1b.$f.gguf
+    g=/tmp/$M.$f.gguf
     fmt=stored
-    if [ $f = int8 ]; then g=/tmp/l1b.bf16.gguf; fmt=int8; fi
+    if [ $f = int8 ]; then g=/tmp/$M.bf16.gguf; fmt=int8; fi
     echo "# round $round $f $(uptime | sed 's/.*load/load/')"
     if [ $f != int8 ]; then
       "$LB" -m "$g" -p 512 -n 32 -t 2 -r 3 -o jsonl 2>/dev/null | python3 -c '
