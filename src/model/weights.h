@@ -68,7 +68,7 @@ Status parse_dtype_flag(const std::string& text, WeightFormat& format);
 Status parse_quantization_flag(const std::string& text, WeightFormat& format);
 std::string weight_format_name(const WeightFormat& format);
 
-// Gives every bf16 / Q8_0 / Q4_0 / I8 matrix of the layers and the classifier a
+// Gives every bf16 / f16 / Q8_0 / Q4_0 / I8 matrix of the layers and the classifier a
 // packed copy (cpu::pack_matrix, owned by `weights`) when the AVX-512 kernels
 // run, which read only that copy. The originals stay valid (the embedding
 // lookup, GGUF export and the CUDA upload read them): pages of a mapped file

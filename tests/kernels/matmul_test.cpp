@@ -91,7 +91,12 @@ TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
   // multiples of 32, odd block counts included.
   std::vector<Shape> shapes = {{1, 1, 32}, {1, 7, 96}, {3, 13, 160}, {5, 33, 64}, {8, 64, 256},
                                {17, 21, 352}, {64, 40, 128}, {2, 300, 512}};
-  if (!quantized) shapes.insert(shapes.end(), {{1, 5, 1}, {2, 9, 23}, {6, 17, 100}, {9, 3, 257}});
+  // Float formats also: odd widths, rows that end in partial 16-row groups
+  // and leave packed f16's decode tile of 4 groups a remainder, and token
+  // counts past its 8-token tiles (with a remainder) up to prefill-like 200.
+  if (!quantized)
+    shapes.insert(shapes.end(), {{1, 5, 1}, {2, 9, 23}, {6, 17, 100}, {9, 3, 257}, {1, 70, 33}, {1, 120, 64},
+                                 {12, 50, 77}, {31, 35, 31}, {200, 19, 40}});
   for (const Shape& s : shapes) {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     std::vector<float> wf(static_cast<size_t>(s.rows * s.cols)), x(static_cast<size_t>(s.tokens * s.cols));
@@ -215,21 +220,22 @@ TEST(MatmulTest, SharedInputTargets) {
 // Packed targets whose rows are not multiples of 16: the thread split falls
 // inside a packed group of the second target (rows 24.. of 40), so a group is
 // computed by both threads and each stores only its rows. The result is the
-// unpacked one, bit for bit (bf16: the packed matrix alone, split at a group).
+// unpacked one, bit for bit (bf16, f16: the packed matrix alone, split at a group).
 TEST(MatmulTest, PackedTargetsSplitInsideGroups) {
   if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "packed weights are read by the AVX-512 kernels only";
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
-  const int64_t cols = 96, rows[] = {40, 40, 41, 23};
-  const DType dtypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kI8, DType::kBF16};
-  for (int64_t tokens : {1, 5, 9}) {
+  const int64_t cols = 96, rows[] = {40, 40, 41, 23, 25};
+  const DType dtypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kI8, DType::kBF16, DType::kF16};
+  constexpr size_t kTargets = std::size(rows);
+  for (int64_t tokens : {1, 5, 9, 14}) {
     std::vector<float> x(static_cast<size_t>(tokens * cols));
     for (float& v : x) v = u(rng);
-    std::vector<Quantized> ms(4);
+    std::vector<Quantized> ms(kTargets);
     std::vector<WeightMatrix> packed;
     std::vector<std::vector<float>> ys, refs;
-    for (size_t i = 0; i < 4; ++i) {
+    for (size_t i = 0; i < kTargets; ++i) {
       std::vector<float> wf(static_cast<size_t>(rows[i] * cols));
       for (float& v : wf) v = u(rng);
       ms[i] = make_matrix(dtypes[i], wf, rows[i], cols);
@@ -238,9 +244,9 @@ TEST(MatmulTest, PackedTargetsSplitInsideGroups) {
       refs.emplace_back(static_cast<size_t>(tokens * rows[i]));
     }
     std::vector<MatmulTarget> targets;
-    for (size_t i = 0; i < 4; ++i) targets.push_back({&packed[i], nullptr, ys[i].data()});
+    for (size_t i = 0; i < kTargets; ++i) targets.push_back({&packed[i], nullptr, ys[i].data()});
     matmul(pool, x.data(), tokens, targets, Isa::kAvx512);
-    for (size_t i = 0; i < 4; ++i) {
+    for (size_t i = 0; i < kTargets; ++i) {
       const WeightMatrix& ref_w = dtype_is_quantized(dtypes[i]) ? ms[i].w : packed[i];
       matmul(pool, x.data(), ref_w, nullptr, refs[i].data(), tokens, Isa::kAvx512);
       EXPECT_EQ(ys[i], refs[i]) << dtype_name(dtypes[i]) << " tokens " << tokens;

@@ -30,7 +30,7 @@ struct WeightMatrix {
   int64_t rows = 0;                // out_features
   int64_t cols = 0;                // in_features; a multiple of 32 for Q8_0, Q4_0, I8
   const float* scales = nullptr;   // [rows], I8 only
-  // Optional copy of a bf16 / Q8_0 / Q4_0 / I8 matrix in the packed layout below,
+  // Optional copy of a bf16 / f16 / Q8_0 / Q4_0 / I8 matrix in the packed layout below,
   // which the AVX-512 kernels stream instead of `data` (that stays valid).
   const uint8_t* packed = nullptr;
 
@@ -45,7 +45,7 @@ struct WeightMatrix {
 
 namespace cpu {
 
-// Packed layout of a bf16 or quantized matrix, made once at load (as llama.cpp's
+// Packed layout of a bf16, f16 or quantized matrix, made once at load (as llama.cpp's
 // online repack does) so that decoding streams one sequential run of aligned
 // vectors instead of 16 short row streams that are transposed in registers.
 // Rows go in groups of 16 (the last one padded with zero rows); with
@@ -57,6 +57,8 @@ namespace cpu {
 //   scales [G, B, 16] f16 block scales (Q8_0, Q4_0; I8 keeps WeightMatrix::scales).
 // bf16 (C = ceil(cols / 2) column pairs): [G, C, 16 lanes of 4 bytes], lane i of
 // vector c = row 16g + i's columns 2c, 2c + 1 as stored (a missing last column: 0).
+// f16: [G, cols, 16 lanes of 2 bytes], lane i of vector k = row 16g + i's column k
+// (32 bytes: vcvtph2ps widens it to one 16-row vector of f32 weights).
 // The same bytes as the stored matrix when rows is a multiple of 16 (and
 // cols even for bf16).
 constexpr int64_t kPackRows = 16;

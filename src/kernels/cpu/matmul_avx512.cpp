@@ -14,13 +14,12 @@
 // activations are rounded to bf16 and vdpbf16ps multiplies 16 rows x 2
 // columns per instruction (packed_bf16_group_dot), as llama.cpp computes bf16.
 //
+// Packed f16 (16 rows per vector, one column each): matmul_avx512_f16.cpp.
 // Quantized formats: matmul_avx512_quant.cpp.
 // GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
-
-#include <algorithm>
 
 #include "kernels/cpu/matmul_kernels.h"
 
@@ -106,8 +105,7 @@ template <int T>
 ZL_AVX512 inline void store_group(const __m512 (&acc)[T][4], int64_t g, int64_t row_lo, int64_t row_end, int64_t t0,
                                   float* y, int64_t ldy) {
   const int64_t rg = g * 16;
-  const int64_t lo = std::max<int64_t>(0, row_lo - rg), hi = std::min<int64_t>(16, row_end - rg);
-  const __mmask16 m = static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+  const __mmask16 m = group_store_mask(rg, row_lo, row_end);
   for (int t = 0; t < T; ++t) {
     const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3]));
     _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rg, m, sum);
@@ -210,6 +208,9 @@ ZL_AVX512 void packed_bf16_rows(const WeightMatrix& w, const MatmulInput& in, in
 template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
+  if constexpr (D == DType::kF16) {
+    if (w.packed != nullptr) return packed_f16_tile(w, in, row_begin, row_end, y, ldy);
+  }
   if constexpr (D == DType::kBF16) {
     if (w.packed != nullptr) {
       int64_t t = 0;

@@ -213,8 +213,7 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
   }
   for (int g = 0; g < G; ++g) {
     const int64_t rg = r0 + g * kGroup;
-    const int64_t lo = std::max<int64_t>(0, row_lo - rg), hi = std::min<int64_t>(kGroup, row_end - rg);
-    const __mmask16 m = static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+    const __mmask16 m = group_store_mask(rg, row_lo, row_end);
     const __m512 row_scale = D == DType::kI8 ? _mm512_maskz_loadu_ps(m, w.scales + rg) : _mm512_set1_ps(1.0f);
     for (int t = 0; t < T; ++t)
       _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rg, m, _mm512_mul_ps(acc[g][t], row_scale));

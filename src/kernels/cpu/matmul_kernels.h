@@ -30,6 +30,10 @@ TileKernel tile_kernel_scalar(DType dtype);
 TileKernel tile_kernel_avx2(DType dtype);
 TileKernel tile_kernel_avx512(DType dtype);
 TileKernel tile_kernel_avx512_quant(DType dtype);  // Q8_0, Q4_0, I8
+// Packed f16 (matmul.h) on AVX-512, the tile kernel for f16 matrices that
+// have a packed copy (matmul_avx512_f16.cpp).
+void packed_f16_tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
+                     int64_t ldy);
 
 // x: [n] f32 -> xp: [ceil(n / 2)] bf16 pairs (column 2c in the low half, a
 // missing last column 0), rounded to nearest even. Needs bf16_dot_supported().
@@ -40,6 +44,14 @@ void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp);
 void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale);
 // Packed code bytes per group of 16 rows and block (see matmul.h).
 inline int64_t packed_code_bytes(DType d) { return d == DType::kQ4_0 ? 4 * 64 : 8 * 64; }
+
+// Lanes of the packed group of rows [rg, rg + 16) that a tile of rows
+// [row_lo, row_end) stores (a __mmask16): groups cut by the tile's edges are
+// computed whole and stored in part.
+inline uint16_t group_store_mask(int64_t rg, int64_t row_lo, int64_t row_end) {
+  const int64_t lo = row_lo > rg ? row_lo - rg : 0, hi = row_end - rg < kPackRows ? row_end - rg : kPackRows;
+  return static_cast<uint16_t>(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
 
 inline bool dtype_is_quantized(DType d) { return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8; }
 

@@ -1,4 +1,4 @@
-// Packing of bf16 and quantized matrices into the interleaved layouts of matmul.h, done
+// Packing of bf16, f16 and quantized matrices into the interleaved layouts of matmul.h, done
 // once at load. Plain scalar code: it runs once per weight, reads every byte
 // through weight_block (the scalar reference's reading of the stored format),
 // and its output is checked by the kernels' tests against that reference.
@@ -12,6 +12,7 @@ namespace zl::cpu {
 int64_t packed_bytes(const WeightMatrix& w) {
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows;
   if (w.dtype == DType::kBF16) return groups * (w.cols + 1) / 2 * 64;
+  if (w.dtype == DType::kF16) return groups * w.cols * 32;
   if (!dtype_is_quantized(w.dtype)) return 0;
   const int64_t blocks = w.cols / 32;
   const int64_t scale_bytes = w.dtype == DType::kI8 ? 0 : kPackRows * 2;
@@ -20,21 +21,27 @@ int64_t packed_bytes(const WeightMatrix& w) {
 
 namespace {
 
-// bf16: word p of row r (columns 2p, 2p + 1, as stored) to lane r % 16 of
-// vector p of group r / 16; a missing last column stays 0.
-void pack_bf16(const WeightMatrix& w, uint8_t* dst) {
-  const int64_t pairs = (w.cols + 1) / 2;
+// bf16 (kUnit 4) and f16 (kUnit 2): unit p of row r (bytes kUnit p.. of the
+// stored row) to lane r % 16 of vector p of group r / 16 (vectors of 16
+// units); a missing last bf16 column stays 0, as do padding rows. Each group
+// is written while its 16 rows are read (its vectors stay in cache).
+template <int64_t kUnit>
+void pack_lanes(const WeightMatrix& w, uint8_t* dst) {
+  const int64_t row_bytes = w.row_bytes(), units = (row_bytes + kUnit - 1) / kUnit, full = row_bytes / kUnit;
   std::memset(dst, 0, static_cast<size_t>(packed_bytes(w)));
   for (int64_t r = 0; r < w.rows; ++r) {
-    uint8_t* lane = dst + (r / kPackRows) * pairs * 64 + 4 * (r % kPackRows);
-    for (int64_t p = 0; p < pairs; ++p) std::memcpy(lane + p * 64, w.row(r) + 4 * p, 2 * w.cols - 4 * p >= 4 ? 4 : 2);
+    uint8_t* lane = dst + (r / kPackRows) * units * kPackRows * kUnit + kUnit * (r % kPackRows);
+    const uint8_t* src = w.row(r);
+    for (int64_t p = 0; p < full; ++p) std::memcpy(lane + p * kPackRows * kUnit, src + kUnit * p, kUnit);
+    if (full < units) std::memcpy(lane + full * kPackRows * kUnit, src + kUnit * full, row_bytes - kUnit * full);
   }
 }
 
 }  // namespace
 
 void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
-  if (w.dtype == DType::kBF16) return pack_bf16(w, dst);
+  if (w.dtype == DType::kBF16) return pack_lanes<4>(w, dst);
+  if (w.dtype == DType::kF16) return pack_lanes<2>(w, dst);
   CHECK(dtype_is_quantized(w.dtype) && w.cols % 32 == 0) << "no packed layout for " << dtype_name(w.dtype);
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
   const int64_t code_bytes = packed_code_bytes(w.dtype);
