@@ -59,10 +59,16 @@ ZL_AVX512 void groups_x_tokens(const WeightMatrix& w, const MatmulInput& in, int
       for (int g = 0; g < NG; ++g) acc[g][t] = _mm512_fmadd_ps(wv[g], xv, acc[g][t]);
     }
   };
+  // Near the end of its stream each group's prefetch moves on to the same
+  // column of the group NG further on: the next tile's stream, so that all
+  // of its streams start warm (from one column on, group g's prefetch would
+  // land in group g + 1, which this tile is reading already).
+  const int64_t next_tile = (NG - 1) * n;
   int64_t k = 0;
   for (; k + 2 <= n; k += 2) {  // two columns: one 64-byte line of each stream
+    const int64_t ahead = k + kPrefetchColumns < n ? k + kPrefetchColumns : k + kPrefetchColumns + next_tile;
     for (int g = 0; g < NG; ++g)
-      _mm_prefetch(reinterpret_cast<const char*>(p[g] + (k + kPrefetchColumns) * kPackRows), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p[g] + ahead * kPackRows), _MM_HINT_T0);
     column(k);
     column(k + 1);
   }
