@@ -5,9 +5,14 @@
 //   --mode throughput: decode tokens/s with N concurrent sequences
 //     (default dummy:llama-110m).
 // Each configuration runs --runs times on a fresh engine; min and median.
+// The gap's tail on a shared machine is mostly other processes taking the
+// engine thread's core: each line also gives the involuntary context switches
+// of all the engine's threads per second of the run and the 1-minute load
+// average at its end, to tell a busy machine from a slow engine.
 //   build/bench/engine_bench --mode gap --seqs 1,16,64,256
 //   build/bench/engine_bench --mode throughput --model dummy:llama-110m --seqs 1,8,32,64
 #include <CLI/CLI.hpp>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -39,7 +44,23 @@ struct RunResult {
   EngineStats stats;
   double seconds = 0;
   int64_t tokens = 0;
+  int64_t involuntary_switches = 0;  // all threads of this process, engine start to end
 };
+
+int64_t involuntary_switches() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_nivcsw;
+}
+
+double load_average_1m() {
+  double load = 0;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = 0;
+    std::fclose(f);
+  }
+  return load;
+}
 
 StatusOr<RunResult> run_once(const std::string& model, int num_seqs, int max_new, int threads, CachePolicy policy,
                              bool stats_region) {
@@ -53,6 +74,7 @@ StatusOr<RunResult> run_once(const std::string& model, int num_seqs, int max_new
   // Declared before the engine so that it outlives the engine thread's writes.
   std::vector<uint64_t> region(stats_region ? ZL_STATS_REGION_BYTES / sizeof(uint64_t) : 0);
   ZL_ASSIGN_OR_RETURN(auto engine, Engine::create(config));
+  const int64_t switches_before = involuntary_switches();
   if (stats_region) ZL_RETURN_IF_ERROR(engine->attach_stats_region(region.data(), region.size() * sizeof(uint64_t)));
   std::atomic<uint32_t> remaining{static_cast<uint32_t>(num_seqs)};
   auto sink = std::make_shared<CountingSink>(&remaining);
@@ -71,6 +93,7 @@ StatusOr<RunResult> run_once(const std::string& model, int num_seqs, int max_new
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.stats = engine->stats();
   result.tokens = result.stats.generation_tokens_total;
+  result.involuntary_switches = involuntary_switches() - switches_before;
   return result;
 }
 
@@ -106,7 +129,7 @@ int main(int argc, char** argv) {
   }
   setenv("ZEROLAYER_LOG_LEVEL", "warn", 0);
   for (int n : seqs) {
-    std::vector<double> p50, p99, max, tps, batch;
+    std::vector<double> p50, p99, max, tps, batch, switches;
     for (int r = 0; r < runs; ++r) {
       auto result = zl::run_once(model, n, max_new, threads, *policy, stats_region);
       if (!result.ok()) {
@@ -118,16 +141,17 @@ int main(int argc, char** argv) {
       max.push_back(result->stats.sched_gap_max_us);
       tps.push_back(static_cast<double>(result->tokens) / result->seconds);
       batch.push_back(result->stats.batch_size_mean);
+      switches.push_back(static_cast<double>(result->involuntary_switches) / result->seconds);
     }
     std::printf(
         "{\"bench\":\"engine_%s\",\"model\":\"%s\",\"policy\":\"%s\",\"stats_region\":%s,\"seqs\":%d,\"runs\":%d,"
         "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
         "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
-        "\"mean_batch\":%.1f}\n",
+        "\"mean_batch\":%.1f,\"involuntary_switches_per_s\":%.0f,\"load_1m\":%.2f}\n",
         mode.c_str(), model.c_str(), policy_name.c_str(), stats_region ? "true" : "false", n, runs, *std::min_element(p50.begin(), p50.end()),
         zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
         *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),
-        zl::median(tps), zl::median(batch));
+        zl::median(tps), zl::median(batch), zl::median(switches), zl::load_average_1m());
     std::fflush(stdout);
   }
   return 0;

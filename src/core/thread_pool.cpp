@@ -61,7 +61,11 @@ void ThreadPool::worker_loop() {
     }
     if (gen == seen) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      // seq_cst pairs with parallel_for(): it either sees this sleeper, or
+      // its generation bump comes first and the wait below returns at once.
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       gen = generation_.load(std::memory_order_acquire);
     }
     seen = gen;
@@ -88,11 +92,14 @@ void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain, int parts_pe
   const uint64_t call = (claim_.load(std::memory_order_relaxed) >> 32) + 1;
   claim_.store((call << 32) | (static_cast<uint64_t>(parts) << kPartBits), std::memory_order_release);
   resting_.store(false, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  // Spinning workers see the new generation; only sleeping ones need the
+  // condition variable (and its mutex, so that none is between checking
+  // the generation and blocking): within a forward pass, none usually.
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    wake_.notify_all();
   }
-  wake_.notify_all();
   run_parts();
   // Spin for parts still running elsewhere; yield once it takes long (cores
   // shared with other work).

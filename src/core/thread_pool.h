@@ -1,6 +1,7 @@
 // A persistent pool of worker threads for data-parallel kernels. Threads are
 // created once; each parallel_for wakes them (spin, then sleep on a condition
-// variable when idle), and the calling thread takes part. The range is cut
+// variable when idle; the caller takes its mutex only when one sleeps), and
+// the calling thread takes part. The range is cut
 // into fixed parts that whichever thread is free claims next, and the call
 // returns when every part is done: a worker the OS has descheduled (cores
 // shared with other work) delays the call by at most the part it holds, and
@@ -82,6 +83,7 @@ class ThreadPool {
   std::atomic<uint64_t> claim_{0};
   std::atomic<int> parts_done_{0};
   std::atomic<uint64_t> generation_{0};
+  std::atomic<int> sleepers_{0};  // workers waiting on wake_
   std::atomic<bool> resting_{false};
   bool stop_ = false;
 };

@@ -12,6 +12,9 @@
 // known token its logits row is sampled. Under the paged policy a decode that
 // finds no free block preempts the most recently admitted sequence (its
 // blocks are released, it is requeued and later recomputes, losing nothing).
+// After the forward pass, completed prompt blocks are signed at once and
+// decode blocks at most ceil(max_num_seqs / block_size) a step (their
+// average rate), so sequences decoding in step do not all sign in one step.
 #include "engine/engine_core.h"
 
 #include <algorithm>
@@ -44,6 +47,7 @@ EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& c
       model_(model),
       cache_(cache),
       eos_ids_(std::move(eos_ids)),
+      signs_per_step_((config.max_num_seqs + cache.block_size() - 1) / cache.block_size()),
       pool_(KvPoolConfig{cache.num_blocks(), cache.block_size(), config.cache_policy}),
       own_output_(output ? nullptr
                          : std::make_unique<OutputStage>([this](RequestId id) { pending_stops_.push_back(id); },
@@ -59,6 +63,8 @@ EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& c
   waiting_.reserve(static_cast<size_t>(config.max_num_waiting) + max_seqs);
   logits_.resize(max_seqs * static_cast<size_t>(model.config().vocab_size));
   greedy_tokens_.resize(max_seqs);
+  to_sign_.reserve(static_cast<size_t>(signs_per_step_));
+  prepared_signs_.reserve(static_cast<size_t>(signs_per_step_));
   live_scratch_.reserve(max_seqs);
   moves_.reserve(static_cast<size_t>(cache.num_blocks()));
   if (own_output_) pending_stops_.reserve(static_cast<size_t>(output_capacity(config)));
@@ -109,6 +115,7 @@ void EngineCore::finish_by_id(RequestId id, FinishReason reason, const char* det
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     if ((*it)->id == id) {
       finish(it->get(), reason, detail, now);
+      output_->push_retire(it->release());
       waiting_.erase(it);
       break;
     }
@@ -119,7 +126,10 @@ void EngineCore::finish_by_id(RequestId id, FinishReason reason, const char* det
 void EngineCore::abort_all() {
   Clock::time_point now = Clock::now();
   for (auto& seq : running_) finish(seq.get(), FinishReason::kAborted, "engine shut down", now);
-  for (auto& seq : waiting_) finish(seq.get(), FinishReason::kAborted, "engine shut down", now);
+  for (auto& seq : waiting_) {
+    finish(seq.get(), FinishReason::kAborted, "engine shut down", now);
+    output_->push_retire(seq.release());
+  }
   waiting_.clear();
   reap_finished();
   publish();
@@ -150,6 +160,7 @@ void EngineCore::admit_waiting() {
     Clock::time_point now = Clock::now();
     if (outcome == AdmitOutcome::kNeverFits) {  // submit checks this; kept for safety
       finish(seq, FinishReason::kError, "the request does not fit the KV pool", now);
+      output_->push_retire(waiting_.back().release());
       waiting_.pop_back();
       continue;
     }
@@ -181,12 +192,20 @@ bool EngineCore::compact_for(int32_t max_total_tokens) {
 }
 
 bool EngineCore::reserve(Sequence* seq, int32_t num_tokens) {
-  return pool_.ensure_capacity(seq->blocks, num_tokens);
+  // Most calls (every decode under contiguous) are already covered.
+  return num_tokens <= seq->blocks.num_reserved_tokens || pool_.ensure_capacity(seq->blocks, num_tokens);
+}
+
+// The rest of a sequence's completed blocks, before it gives them up: signed
+// blocks stay cached for later prompts (update() may have left some unsigned).
+void EngineCore::sign_all(Sequence* seq) {
+  pool_.commit(seq->blocks, seq->tokens, seq->blocks.num_computed_tokens);
 }
 
 void EngineCore::preempt_last() {
   std::unique_ptr<Sequence> victim = std::move(running_.back());
   running_.pop_back();
+  sign_all(victim.get());
   pool_.release(victim->blocks);
   take_back_table(victim->blocks);
   victim->trace.on_preempt(last_forward_end_);
@@ -199,7 +218,11 @@ void EngineCore::preempt_last() {
 void EngineCore::add_to_batch(Sequence* seq, int32_t num_tokens) {
   const int32_t begin = static_cast<int32_t>(batch_tokens_.size());
   const auto first = seq->tokens.begin() + seq->num_computed;
-  batch_tokens_.insert(batch_tokens_.end(), first, first + num_tokens);
+  if (num_tokens == 1) {
+    batch_tokens_.push_back(*first);  // a decode: cheaper than a range insert
+  } else {
+    batch_tokens_.insert(batch_tokens_.end(), first, first + num_tokens);
+  }
   batch_chunks_.push_back(SeqChunk{begin, num_tokens, seq->num_computed, seq->blocks.table});
   if (seq->num_computed + num_tokens == static_cast<int32_t>(seq->tokens.size())) {
     batch_rows_.push_back(begin + num_tokens - 1);
@@ -277,11 +300,15 @@ void EngineCore::step() {
 void EngineCore::update(Clock::time_point now) {
   prefetch_scheduled();
   request_log_.on_step(now);
+  to_sign_.clear();
   for (const Scheduled& s : scheduled_) {
     Sequence* seq = s.seq;
     if (seq->num_generated() == 0) seq->trace.on_prefill_chunk(s.num_tokens, now, request_log_.num_steps());
+    const bool prompt_chunk = seq->num_computed < seq->num_prompt_tokens;
     seq->num_computed += s.num_tokens;
-    pool_.commit(seq->blocks, seq->tokens, seq->num_computed);
+    pool_.commit(seq->blocks, seq->tokens, seq->num_computed, prompt_chunk ? INT32_MAX : 0);
+    if (!prompt_chunk && static_cast<int32_t>(to_sign_.size()) < signs_per_step_ && pool_.has_block_to_sign(seq->blocks))
+      queue_signing(seq);
     // Read prefilled_at (a cold line) only in the step that completes the prompt.
     const bool prompt_done = seq->num_computed >= seq->num_prompt_tokens;
     if (prompt_done && seq->num_computed - s.num_tokens < seq->num_prompt_tokens && seq->prefilled_at == Clock::time_point())
@@ -290,6 +317,33 @@ void EngineCore::update(Clock::time_point now) {
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   for (size_t row = 0; row < row_seqs_.size(); ++row)
     sample_next(row_seqs_[row], &logits_[row * vocab], greedy_tokens_[row], now);
+  sign_queued();
+}
+
+// Signing a block reads its tokens, its table entry, the sequence's salt, the
+// prefix index and the pool's entry for the block: cache and TLB misses after
+// a forward pass (~0.6 µs a block when met one after another), and sequences
+// decoding in step with each other complete their blocks in the same step.
+// So update() signs prompt blocks at once (requests arriving now may share
+// them) and queues decode blocks, which are signed here, after sampling:
+// first lines prefetched meanwhile, then hashed (prefetching the index slot
+// and block entry), then indexed, at most signs_per_step_ a step: as many as
+// max_num_seqs decodes complete on average, so any backlog waits a few steps
+// (finish and preemption sign what is left).
+void EngineCore::queue_signing(Sequence* seq) {
+  const SeqBlocks& blocks = seq->blocks;
+  const auto next = static_cast<size_t>(blocks.num_signed_blocks);
+  __builtin_prefetch(blocks.table.data() + next);
+  __builtin_prefetch(seq->tokens.data() + next * static_cast<size_t>(cache_.block_size()));
+  __builtin_prefetch(&blocks.salt);
+  to_sign_.push_back(seq);
+}
+
+void EngineCore::sign_queued() {
+  prepared_signs_.clear();
+  for (Sequence* seq : to_sign_)
+    if (seq->state == SeqState::kRunning) prepared_signs_.push_back(pool_.prepare_sign(seq->blocks, seq->tokens));
+  for (const KvPool::PreparedSign& sign : prepared_signs_) pool_.apply_sign(sign);
 }
 
 void EngineCore::sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now) {
@@ -336,6 +390,7 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   event.timings.first_token_s = since_submit(seq->first_token_at);
   event.timings.finish_s = since_submit(now);
   if (seq->state == SeqState::kRunning) {
+    sign_all(seq);
     pool_.release(seq->blocks);
     take_back_table(seq->blocks);
   }
@@ -368,11 +423,21 @@ void EngineCore::prefetch_scheduled() const {
   for (const Scheduled& s : scheduled_) __builtin_prefetch(s.seq->tokens.data() + s.seq->tokens.size(), 1);
 }
 
+// Finished sequences leave running_ here, not in finish(), so that the
+// step's loops over raw pointers stay valid; the output stage frees them.
 void EngineCore::reap_finished() {
   if (!any_finished_) return;
   any_finished_ = false;
-  auto done = [](const std::unique_ptr<Sequence>& s) { return s->state == SeqState::kFinished; };
-  running_.erase(std::remove_if(running_.begin(), running_.end(), done), running_.end());
+  auto kept = running_.begin();
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
+    if ((*it)->state == SeqState::kFinished) {
+      output_->push_retire(it->release());
+    } else {
+      if (kept != it) *kept = std::move(*it);
+      ++kept;
+    }
+  }
+  running_.erase(kept, running_.end());
 }
 
 EngineStats EngineCore::stats() const {

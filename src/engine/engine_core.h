@@ -71,6 +71,9 @@ class EngineCore {
   bool compact_for(int32_t max_total_tokens);
   void schedule();
   bool reserve(Sequence* seq, int32_t num_tokens);
+  void queue_signing(Sequence* seq);
+  void sign_queued();
+  void sign_all(Sequence* seq);
   void add_to_batch(Sequence* seq, int32_t num_tokens);
   void preempt_last();
   void update(Clock::time_point now);
@@ -88,6 +91,7 @@ class EngineCore {
   LlamaModel& model_;
   KvCache& cache_;
   const std::vector<int32_t> eos_ids_;
+  const int32_t signs_per_step_;         // decode blocks signed per step at most (update())
   KvPool pool_;
   uint64_t next_arrival_ = 0;
   uint64_t admit_round_ = 0;             // admit_waiting() calls so far
@@ -106,6 +110,8 @@ class EngineCore {
   std::vector<float> logits_;            // [max_num_seqs, vocab_size]
   std::vector<int32_t> greedy_tokens_;   // [max_num_seqs] each logits row's argmax
   int32_t num_greedy_rows_ = 0;          // rows of plain-greedy sequences this step
+  std::vector<Sequence*> to_sign_;       // [signs_per_step_] decodes whose next block is signed this step
+  std::vector<KvPool::PreparedSign> prepared_signs_;  // [signs_per_step_] the same, hashed
   std::vector<SeqBlocks*> live_scratch_; // [max_num_seqs] compaction: the running sequences' blocks
   std::vector<BlockMove> moves_;         // [num_blocks] compaction: block copies to apply
   // Block tables not in use, each with room for a max_seq_len sequence. A

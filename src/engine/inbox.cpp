@@ -5,11 +5,18 @@
 #include <unistd.h>
 
 #include <climits>
+#include <ctime>
 
 namespace zl {
 
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+
+void futex_wait_for(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout) {
+  const timespec relative{static_cast<time_t>(timeout.count() / 1000000000),
+                          static_cast<long>(timeout.count() % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &relative, nullptr, 0);
 }
 
 void futex_wake_all(std::atomic<uint32_t>* word) {

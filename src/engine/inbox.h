@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,6 +59,8 @@ class Inbox {
 
 // Futex helpers on a 32-bit atomic (Linux).
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected);
+// The same, for at most `timeout`.
+void futex_wait_for(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout);
 void futex_wake_all(std::atomic<uint32_t>* word);
 
 }  // namespace zl

@@ -392,30 +392,43 @@ bool KvPool::ensure_capacity(SeqBlocks& seq, int32_t num_tokens) {
   return true;
 }
 
-void KvPool::commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t num_computed) {
+int32_t KvPool::commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t num_computed, int32_t max_signs) {
   CHECK(num_computed >= seq.num_computed_tokens && num_computed <= seq.num_reserved_tokens &&
         num_computed <= static_cast<int64_t>(tokens.size()))
       << "commit of " << num_computed << " tokens after " << seq.num_computed_tokens << ", with "
       << seq.num_reserved_tokens << " reserved and " << tokens.size() << " given";
   Impl& p = *impl_;
-  const int32_t bs = config_.block_size;
   p.account_remove(seq);
   seq.num_computed_tokens = num_computed;
   p.account_add(seq);
-  while ((seq.num_signed_blocks + 1) * bs <= num_computed) {
-    int32_t i = seq.num_signed_blocks;
-    BlockSignature signature =
-        sign_block(seq.last_signature, tokens.subspan(static_cast<size_t>(i) * bs, bs), seq.salt);
-    int32_t b = seq.table[i];
-    // A sequence that computed the same block concurrently got there first:
-    // keep its entry, and this block simply stays unindexed (freed on release).
-    if (p.index.insert(signature, b)) {
-      p.blocks[b].indexed = true;
-      p.blocks[b].signature = signature;
-    }
-    seq.last_signature = signature;
-    ++seq.num_signed_blocks;
+  int32_t num_signed = 0;
+  for (; num_signed < max_signs && has_block_to_sign(seq); ++num_signed) apply_sign(prepare_sign(seq, tokens));
+  return num_signed;
+}
+
+KvPool::PreparedSign KvPool::prepare_sign(SeqBlocks& seq, std::span<const int32_t> tokens) const {
+  const int32_t bs = config_.block_size;
+  const int32_t i = seq.num_signed_blocks;
+  CHECK(has_block_to_sign(seq) && (i + 1) * int64_t{bs} <= static_cast<int64_t>(tokens.size()))
+      << "block " << i << " of a sequence with " << seq.num_computed_tokens << " computed tokens";
+  PreparedSign sign{&seq, sign_block(seq.last_signature, tokens.subspan(static_cast<size_t>(i) * bs, bs), seq.salt),
+                    seq.table[static_cast<size_t>(i)]};
+  impl_->index.prefetch(sign.signature);
+  __builtin_prefetch(&impl_->blocks[static_cast<size_t>(sign.block)], 1);
+  return sign;
+}
+
+void KvPool::apply_sign(const PreparedSign& sign) {
+  Impl& p = *impl_;
+  SeqBlocks& seq = *sign.seq;
+  // A sequence that computed the same block concurrently got there first:
+  // keep its entry, and this block simply stays unindexed (freed on release).
+  if (p.index.insert(sign.signature, sign.block)) {
+    p.blocks[sign.block].indexed = true;
+    p.blocks[sign.block].signature = sign.signature;
   }
+  seq.last_signature = sign.signature;
+  ++seq.num_signed_blocks;
 }
 
 void KvPool::release(SeqBlocks& seq) {

@@ -159,9 +159,29 @@ class KvPool {
   // contiguous sequence is a caller bug (CHECK).
   [[nodiscard]] bool ensure_capacity(SeqBlocks& seq, int32_t num_tokens);
 
-  // Tells the pool that KV for tokens[0, num_computed) is written: newly
-  // completed full blocks are signed and become shareable.
-  void commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t num_computed);
+  // Tells the pool that KV for tokens[0, num_computed) is written: completed
+  // full blocks not signed yet are signed and become shareable, at most
+  // max_signs of them now (the rest wait for a later commit, which may repeat
+  // num_computed, or for the two calls below). Returns how many it signed.
+  int32_t commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t num_computed,
+                 int32_t max_signs = INT32_MAX);
+
+  // Signing many sequences' next blocks at once, in two passes so that their
+  // cache misses overlap (the engine signs a step's decode blocks this way):
+  // prepare_sign() hashes seq's next completed unsigned block and prefetches
+  // what apply_sign() touches; apply_sign() indexes it as commit() would.
+  // Apply in the order prepared, with no other call on the pool between, and
+  // at most one prepared block per sequence at a time.
+  struct PreparedSign {
+    SeqBlocks* seq;
+    BlockSignature signature;
+    int32_t block;
+  };
+  bool has_block_to_sign(const SeqBlocks& seq) const {
+    return (seq.num_signed_blocks + 1) * config_.block_size <= seq.num_computed_tokens;
+  }
+  PreparedSign prepare_sign(SeqBlocks& seq, std::span<const int32_t> tokens) const;
+  void apply_sign(const PreparedSign& sign);
 
   // Returns a finished, aborted or preempted sequence's blocks: signed blocks
   // stay cached (refcount 0, LRU), the rest become free. Leaves seq empty

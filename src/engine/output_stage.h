@@ -3,16 +3,26 @@
 // a thread of its own, so the engine thread's time between two forward passes
 // holds only sampling and scheduling.
 //
-// Hand-over: the engine thread appends fixed 24-byte records (token or
-// finish; a token's top logprobs go to the record's slot of a slab beside
+// Hand-over: the engine thread appends fixed 24-byte records (token, finish,
+// or a finished Sequence to free; a token's top logprobs go to the record's slot of a slab beside
 // the ring) to a single-producer single-consumer ring and publishes them once
-// per step (one release store, a futex wake only if the stage sleeps). The
+// per step (one store; a futex wake only if the stage sleeps for good). The
 // stage detokenizes, matches stop strings and calls the sink, in order per
 // request. A stop string is found here, after the engine has moved on: the
 // stage stops emitting at once and asks the engine (on_stop_string) to
 // finish the request; the terminal event still comes from the engine's
 // finish record, so timings and KV release stay the engine's, and exactly
 // one FinishEvent is sent. Tokens the engine sampled in between are dropped.
+//
+// Waking the stage costs the engine more than the syscall: on a machine with
+// no idle core the woken stage (or whatever the scheduler runs instead) takes
+// the engine thread's core, and the engine sits out the rest of its
+// scheduling gap (measured on 2 busy cores: the engine was switched out in
+// 60-85% of the gaps at 64-256 sequences when it woke the stage every step,
+// 0-2% when it did not). So while records keep coming the stage naps: it
+// sleeps a fraction of the interval between its deliveries and looks again,
+// and the engine never wakes it. Only after a few intervals without records
+// does it sleep for good, and the next publish wakes it.
 //
 // A step with few records, while the stage is idle, is delivered by the
 // engine thread itself: cheaper than waking the stage. Either way one thread
@@ -21,6 +31,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -34,6 +45,8 @@
 #include "zerolayer/request.h"
 
 namespace zl {
+
+struct Sequence;
 
 // One request's output side. Built by submit() with the request; the engine
 // fills `finish` before its finish record; the stage owns it from that record
@@ -77,24 +90,38 @@ class OutputStage {
   // Delivers on a thread of its own from now on.
   void start_thread();
 
+  // Times publish() woke the stage (tests: none while records keep coming).
+  uint64_t num_wakes() const { return num_wakes_.load(std::memory_order_relaxed); }
+
   // Engine thread. `top` (at most kMaxTopLogprobs entries) is copied.
   void push_token(RequestOutput* out, int32_t token, float logprob, std::span<const TokenLogprob> top);
   // Engine thread: out->finish is filled; the stage owns `out` from here on.
   void push_finish(RequestOutput* out);
+  // Engine thread: a finished Sequence (engine/sequence.h) the engine is done
+  // with, freed by whoever delivers this record: freeing one on the engine
+  // thread cost ~0.5 µs (a dozen heap blocks and the sink's shared count).
+  void push_retire(Sequence* seq);
   // Engine thread: makes the records pushed so far visible to the stage.
   void publish();
 
  private:
   struct Record {
-    RequestOutput* out;
-    int32_t token;                     // kFinishToken: the finish record
+    union {
+      RequestOutput* out;
+      Sequence* retired;               // kRetireToken
+    };
+    int32_t token;                     // kFinishToken: the finish record; kRetireToken
     float logprob;
     int32_t num_top;                   // entries in the record's top_slab_ slot
   };
-  static constexpr int32_t kFinishToken = -1;
+  static constexpr int32_t kFinishToken = -1, kRetireToken = -2;
+  // sleeping_ values: awake, asleep until woken, napping (back by itself).
+  static constexpr uint32_t kAwake = 0, kAsleep = 1, kNapping = 2;
 
   void push(const Record& record, std::span<const TokenLogprob> top);
   void run();
+  // Stage thread, nothing to deliver: naps or sleeps until woken.
+  void idle(std::chrono::steady_clock::time_point last_delivery, std::chrono::nanoseconds interval);
   void wake();
   // Whoever delivers (the stage, or the engine for a few records) holds this.
   bool try_lock_delivery();
@@ -110,9 +137,11 @@ class OutputStage {
   const uint32_t mask_;
   const uint32_t max_inline_records_;
   uint32_t write_local_ = 0;                 // engine thread: pushed, maybe unpublished
+  uint32_t write_limit_;                     // engine thread: the ring is full at this write_local_, or later
   alignas(64) std::atomic<uint32_t> write_{0};  // published
-  std::atomic<uint32_t> sleeping_{0};           // 1 while the stage sleeps
+  std::atomic<uint32_t> sleeping_{kAwake};      // kAsleep: publish() must wake the stage
   std::atomic<uint32_t> wakeups_{0};            // bumped by every wake; the futex word
+  std::atomic<uint64_t> num_wakes_{0};
   alignas(64) std::atomic<uint32_t> read_{0};   // delivered (the engine waits on it when full)
   std::atomic<bool> delivering_{false};
   std::atomic<bool> stop_{false};

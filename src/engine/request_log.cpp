@@ -56,6 +56,33 @@ void RequestLog::record(const Sequence& seq, FinishReason reason, Clock::time_po
   publish(r);
 }
 
+void RequestLog::on_step(Clock::time_point end) {
+  const int64_t end_ns = monotonic_ns(end);
+  step_end_ns_[num_steps_++ % kNumStepTimes] = end_ns;
+  if (num_steps_ < 2) return;  // the first step's duration is not known
+  const uint64_t duration = uint64_t(end_ns - step_end_ns_[(num_steps_ - 2) % kNumStepTimes]);
+  // Steps at most num_steps_ - kNumStepTimes + 1 have lost their start.
+  const uint64_t oldest_known = num_steps_ > kNumStepTimes ? num_steps_ - kNumStepTimes + 2 : 2;
+  while (longest_head_ != longest_tail_ && longest_[longest_head_ % kNumStepTimes].step < oldest_known) ++longest_head_;
+  while (longest_head_ != longest_tail_ && longest_[(longest_tail_ - 1) % kNumStepTimes].duration_ns <= duration)
+    --longest_tail_;
+  longest_[longest_tail_++ % kNumStepTimes] = TimedStep{num_steps_, duration};
+}
+
+uint64_t RequestLog::longest_step_since(uint64_t first) const {
+  // Entries' steps increase from head to tail: the first one >= first.
+  uint64_t lo = longest_head_, hi = longest_tail_;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (longest_[mid % kNumStepTimes].step < first) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo == longest_tail_ ? 0 : longest_[lo % kNumStepTimes].duration_ns;
+}
+
 // The engine's steps after the one that sampled the first token, up to now
 // (the finishing step, when it ended at a step): each one's duration is the
 // time since the previous step ended. Steps older than the ring are not seen.
@@ -64,12 +91,13 @@ void RequestLog::fill_decode_steps(const Sequence& seq, zl_stats_request& r) con
   if (first == 0 || first > num_steps_) return;
   r.num_decode_steps = static_cast<uint32_t>(num_steps_ - first);
   const uint64_t oldest = num_steps_ > kNumStepTimes ? num_steps_ - kNumStepTimes + 1 : 1;
+  const uint64_t since = std::max(first, oldest) + 1;
+  r.decode_step_max_ns = longest_step_since(since);
+  const uint64_t last_kept = std::min<uint64_t>(num_steps_, since + ZL_STATS_MAX_DECODE_STEPS - 1);
   uint32_t kept = 0;
-  for (uint64_t step = std::max(first, oldest) + 1; step <= num_steps_; ++step) {
+  for (uint64_t step = since; step <= last_kept; ++step) {
     const uint64_t d = uint64_t(step_end_ns_[(step - 1) % kNumStepTimes] - step_end_ns_[(step - 2) % kNumStepTimes]);
-    r.decode_step_max_ns = std::max(r.decode_step_max_ns, d);
-    if (kept < ZL_STATS_MAX_DECODE_STEPS)
-      r.decode_step_ns[kept++] = uint32_t(std::min<uint64_t>(d, std::numeric_limits<uint32_t>::max()));
+    r.decode_step_ns[kept++] = uint32_t(std::min<uint64_t>(d, std::numeric_limits<uint32_t>::max()));
   }
 }
 

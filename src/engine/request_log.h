@@ -7,8 +7,10 @@
 // step (decodes are scheduled first), so its steps are the engine's steps
 // from its first token to its end.
 //
-// Engine thread only. No allocation; a record costs one copy into the ring
-// and a pass over the request's decode steps (at most kNumStepTimes).
+// Engine thread only. No allocation; a record costs one copy into the ring,
+// a pass over at most ZL_STATS_MAX_DECODE_STEPS of its decode steps and a
+// binary search for the longest of them (a step ends in O(1) amortized), so
+// the step in which many requests finish stays short.
 #pragma once
 
 #include <array>
@@ -26,7 +28,7 @@ class RequestLog {
   // request's sink returned from on_finish (the transport has it).
   void record(const Sequence& seq, FinishReason reason, Clock::time_point finished, Clock::time_point delivered);
   // A forward pass ended at `end`.
-  void on_step(Clock::time_point end) { step_end_ns_[num_steps_++ % kNumStepTimes] = monotonic_ns(end); }
+  void on_step(Clock::time_point end);
   // Steps so far: the number of the step in progress once on_step() ran for it.
   uint64_t num_steps() const { return num_steps_; }
 
@@ -43,10 +45,22 @@ class RequestLog {
  private:
   static constexpr uint64_t kNumStepTimes = 4096;
   void fill_decode_steps(const Sequence& seq, zl_stats_request& r) const;
+  // The longest duration of steps [first, num_steps_] (0 if none is known).
+  uint64_t longest_step_since(uint64_t first) const;
   void publish(const zl_stats_request& record);
 
   std::array<int64_t, kNumStepTimes> step_end_ns_{};  // [step % kNumStepTimes]
   uint64_t num_steps_ = 0;
+  // Steps whose durations are known (within the ring) and longer than every
+  // later one, oldest first: a monotonic queue in a ring of positions
+  // [longest_head_, longest_tail_), so the longest step since any step is
+  // the first entry at or after it.
+  struct TimedStep {
+    uint64_t step;
+    uint64_t duration_ns;
+  };
+  std::array<TimedStep, kNumStepTimes> longest_{};
+  uint64_t longest_head_ = 0, longest_tail_ = 0;
   zl_stats_request_ring* ring_ = nullptr;
   uint64_t next_position_ = 0;
   Histogram transport_in_ns_, admission_ns_, queue_ns_, transport_out_ns_, total_ns_;

@@ -35,6 +35,8 @@ class SignatureIndex {
   void remap(const BlockSignature& signature, int32_t block);
   // Removes signature; returns whether it was present.
   bool erase(const BlockSignature& signature);
+  // Starts loading the slot where a probe for signature begins.
+  void prefetch(const BlockSignature& signature) const { __builtin_prefetch(&slots_[home(signature)], 1); }
 
  private:
   static constexpr int32_t kEmpty = -1;

@@ -13,13 +13,14 @@
 namespace zl {
 namespace {
 
-std::unique_ptr<Engine> make_engine(int max_num_seqs = 8, int64_t kv_bytes = 8 << 20) {
+std::unique_ptr<Engine> make_engine(int max_num_seqs = 8, int64_t kv_bytes = 8 << 20, int block_size = 16) {
   EngineConfig config;
   config.model = "dummy:tiny";
   config.num_threads = 1;
   config.max_num_seqs = max_num_seqs;
   config.max_num_batched_tokens = 64;
   config.kv_cache_bytes = kv_bytes;
+  config.block_size = block_size;
   auto engine = Engine::create(config);
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
   return std::move(*engine);
@@ -162,6 +163,31 @@ TEST_F(EngineTest, SeededSamplingIsReproducible) {
     return sink->tokens;
   };
   EXPECT_EQ(run(), run());
+}
+
+// Sequences decoding in step complete their blocks in the same step; the
+// engine signs at most ceil(max_num_seqs / block_size) of those a step and
+// the rest later or at finish. Whatever the order, every computed full block
+// ends up signed and shareable.
+TEST(EngineSigningTest, DecodeBlocksCompletedInStepAreAllSignedByTheEnd) {
+  constexpr int kSeqs = 16, kBlock = 4, kPrompt = 4, kNew = 21;
+  auto engine = make_engine(kSeqs, 8 << 20, kBlock);
+  std::vector<std::shared_ptr<test::CollectingSink>> sinks;
+  for (int i = 0; i < kSeqs; ++i) {  // distinct first blocks: distinct signature chains
+    sinks.push_back(std::make_shared<test::CollectingSink>());
+    ASSERT_TRUE(engine->submit(greedy({256, i + 1, 7, 9}, kNew, sinks.back())).ok());
+  }
+  for (auto& sink : sinks) ASSERT_TRUE(sink->wait());
+  // The last sampled token is never computed: (4 + 21 - 1) / 4 = 6 full blocks each.
+  constexpr int kBlocksPerSeq = (kPrompt + kNew - 1) / kBlock;
+  EXPECT_EQ(engine->stats().kv.num_live_signatures, kSeqs * kBlocksPerSeq);
+  // A prompt of sequence 0's whole text reuses all of its blocks.
+  std::vector<int32_t> text = {256, 1, 7, 9};
+  text.insert(text.end(), sinks[0]->tokens.begin(), sinks[0]->tokens.end());
+  auto again = std::make_shared<test::CollectingSink>();
+  ASSERT_TRUE(engine->submit(greedy(text, 1, again)).ok());
+  ASSERT_TRUE(again->wait());
+  EXPECT_EQ(again->finish.num_cached_prompt_tokens, kBlocksPerSeq * kBlock);
 }
 
 TEST(EngineShutdownTest, DestroyingTheEngineAbortsWhatIsInFlight) {

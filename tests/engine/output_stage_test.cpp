@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -156,6 +157,28 @@ TEST(OutputStageTest, AFullRingWaitsForTheStageAndLosesNothing) {
     for (int step = 0; step < 300; ++step) ASSERT_EQ(sink->tokens[static_cast<size_t>(step)], 'a' + step % 26);
     EXPECT_EQ(sink->num_finish_events, 1);
   }
+}
+
+TEST(OutputStageTest, WhileStepsKeepComingTheStageNapsAndIsNotWoken) {
+  Harness h(4096);
+  h.stage.start_thread();
+  auto sink = std::make_shared<test::CollectingSink>();
+  RequestOutput* out = h.make(4, sink);
+  constexpr int kSteps = 40, kRecords = 2 * OutputStage::kInlineRecords;  // each step goes to the stage
+  for (int step = 0; step < kSteps; ++step) {
+    for (int i = 0; i < kRecords; ++i) h.stage.push_token(out, 'a' + step % 26, 0.0f, {});
+    h.stage.publish();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a forward pass
+  }
+  h.finish(out, FinishReason::kLength, kSteps * kRecords);
+  h.stage.publish();
+  ASSERT_TRUE(sink->wait(30.0));
+  EXPECT_EQ(sink->tokens.size(), size_t{kSteps * kRecords});
+  // At most the first publish wakes the stage (if it slept already); then it
+  // naps between steps (it slept once idle before, and every publish woke
+  // it). Only a stall of this thread past the nap window (>= 50 ms) puts it
+  // back to sleep.
+  EXPECT_LE(h.stage.num_wakes(), uint64_t{kSteps / 4}) << "of " << kSteps + 1 << " publishes";
 }
 
 TEST(OutputStageTest, DestructionDeliversWhatWasPublished) {
