@@ -25,27 +25,30 @@ void BlockRuns::remove_run(int32_t start, int32_t len) {
   by_len_.erase({len, start});
 }
 
-void BlockRuns::insert(int32_t block) {
-  CHECK(!member_[block]) << "block " << block << " is already in the run set";
-  int32_t start = block;
-  int32_t len = 1;
-  if (block > 0 && member_[block - 1]) {
-    BlockRun left = run_containing(block - 1);
+void BlockRuns::insert(int32_t block) { insert_range(block, 1); }
+
+void BlockRuns::insert_range(int32_t start, int32_t len) {
+  CHECK(len > 0) << "insert_range of " << len << " blocks";
+  for (int32_t b = start; b < start + len; ++b) {
+    CHECK(!member_[b]) << "block " << b << " is already in the run set";
+    member_[b] = 1;
+  }
+  int32_t run_start = start, run_end = start + len;
+  if (start > 0 && member_[start - 1]) {
+    BlockRun left = run_containing(start - 1);
     remove_run(left.start, left.len);
-    start = left.start;
-    len += left.len;
+    run_start = left.start;
   }
   const int32_t num_blocks = static_cast<int32_t>(member_.size());
-  if (block + 1 < num_blocks && member_[block + 1]) {
-    auto right = by_start_.find(block + 1);
-    CHECK(right != by_start_.end()) << "run index lost the run at " << block + 1;
-    int32_t right_len = right->second;
-    remove_run(block + 1, right_len);
-    len += right_len;
+  if (run_end < num_blocks && member_[run_end]) {
+    auto right = by_start_.find(run_end);
+    CHECK(right != by_start_.end()) << "run index lost the run at " << run_end;
+    const int32_t right_len = right->second;
+    remove_run(run_end, right_len);
+    run_end += right_len;
   }
-  add_run(start, len);
-  member_[block] = 1;
-  ++num_members_;
+  add_run(run_start, run_end - run_start);
+  num_members_ += len;
 }
 
 void BlockRuns::erase(int32_t block) { erase_range(block, 1); }

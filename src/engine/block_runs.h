@@ -37,6 +37,8 @@ class BlockRuns {
 
   // block must not be a member.
   void insert(int32_t block);
+  // [start, start + len) must all be non-members: one coalescing for the lot.
+  void insert_range(int32_t start, int32_t len);
   // block must be a member.
   void erase(int32_t block);
   // [start, start + len) must all be members (hence within one run).

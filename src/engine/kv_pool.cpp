@@ -70,7 +70,7 @@ struct KvPool::Impl {
   void take_blocks(int32_t count, std::vector<int32_t>& table);
   BlockRun choose_extent(int32_t len) const;
   void take_extent(BlockRun extent, std::vector<int32_t>& table);
-  void drop_ref(int32_t b);
+  bool drop_ref(int32_t b);  // true: b became free or cached (not yet in avail_runs)
   void move_block(int32_t src, int32_t dst, std::vector<BlockMove>& moves);
   BlockRun gathering_segment(int32_t need) const;
 
@@ -254,17 +254,17 @@ void KvPool::Impl::take_extent(BlockRun extent, std::vector<int32_t>& table) {
   }
 }
 
-void KvPool::Impl::drop_ref(int32_t b) {
+bool KvPool::Impl::drop_ref(int32_t b) {
   Block& block = blocks[b];
   CHECK(block.refcount > 0) << "releasing block " << b << " with refcount 0";
-  if (--block.refcount > 0) return;
+  if (--block.refcount > 0) return false;
   if (block.indexed) {
     lru_push_back(b);
     ++num_cached;
   } else {
     free_runs.insert(b);
   }
-  avail_runs.insert(b);
+  return true;
 }
 
 // The first num_prefix_blocks entries of seq.table are the shared prefix.
@@ -435,8 +435,24 @@ void KvPool::release(SeqBlocks& seq) {
   Impl& p = *impl_;
   if (!seq.table.empty()) p.account_remove(seq);
   // Last block first, so a sequence's tail is evicted before its prefix,
-  // which other prompts are likelier to share.
-  for (auto it = seq.table.rbegin(); it != seq.table.rend(); ++it) p.drop_ref(*it);
+  // which other prompts are likelier to share. Blocks that become free or
+  // cached join avail_runs a run of consecutive ids at a time: a contiguous
+  // extent coalesces once, not once a block (each a few tree operations;
+  // 256 sequences finishing in one step took ~2 µs each).
+  int32_t run_start = 0, run_len = 0;  // [run_start, run_start + run_len), growing down
+  for (auto it = seq.table.rbegin(); it != seq.table.rend(); ++it) {
+    const int32_t b = *it;
+    if (!p.drop_ref(b)) continue;
+    if (run_len > 0 && b == run_start - 1) {
+      run_start = b;
+      ++run_len;
+      continue;
+    }
+    if (run_len > 0) p.avail_runs.insert_range(run_start, run_len);
+    run_start = b;
+    run_len = 1;
+  }
+  if (run_len > 0) p.avail_runs.insert_range(run_start, run_len);
   std::vector<int32_t> table = std::move(seq.table);
   table.clear();  // keeps its capacity for the next admission
   seq = SeqBlocks{};

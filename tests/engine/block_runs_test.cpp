@@ -73,8 +73,13 @@ TEST(BlockRunsTest, RandomOperationsKeepMaximalRuns) {
       runs.erase_range(b, len);
       for (int32_t i = b; i < b + len; ++i) members[i] = 0;
     } else {
-      runs.insert(b);
-      members[b] = 1;
+      // A range of non-members from b, as release() inserts a sequence's extent.
+      int32_t len = 1 + static_cast<int32_t>(rng() % 4);
+      for (int32_t i = 1; i < len; ++i) {
+        if (b + i >= kNumBlocks || members[b + i]) len = i;
+      }
+      runs.insert_range(b, len);
+      for (int32_t i = b; i < b + len; ++i) members[i] = 1;
     }
     Status s = runs.check(members);
     ASSERT_TRUE(s.ok()) << "step " << step << ": " << s.to_string();
