@@ -92,7 +92,8 @@ TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
   std::vector<Shape> shapes = {{1, 1, 32}, {1, 7, 96}, {3, 13, 160}, {5, 33, 64}, {8, 64, 256},
                                {17, 21, 352}, {64, 40, 128}, {2, 300, 512}};
   // Float formats also: odd widths, rows that end in partial 16-row groups
-  // and leave packed f16's decode tile of 4 groups a remainder, and token
+  // and in packed f16 panels of 1 or 2 groups (70 rows: 3 + 2, 120: 3 + 3 + 2,
+  // 50: 3 + 1; the thread split cuts panels of 300 rows), and token
   // counts past its 8-token tiles (with a remainder) up to prefill-like 200.
   if (!quantized)
     shapes.insert(shapes.end(), {{1, 5, 1}, {2, 9, 23}, {6, 17, 100}, {9, 3, 257}, {1, 70, 33}, {1, 120, 64},

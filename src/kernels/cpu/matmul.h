@@ -57,8 +57,10 @@ namespace cpu {
 //   scales [G, B, 16] f16 block scales (Q8_0, Q4_0; I8 keeps WeightMatrix::scales).
 // bf16 (C = ceil(cols / 2) column pairs): [G, C, 16 lanes of 4 bytes], lane i of
 // vector c = row 16g + i's columns 2c, 2c + 1 as stored (a missing last column: 0).
-// f16: [G, cols, 16 lanes of 2 bytes], lane i of vector k = row 16g + i's column k
-// (32 bytes: vcvtph2ps widens it to one 16-row vector of f32 weights).
+// f16: groups in panels of 3 (kF16PanelGroups; the last panel holds the 1-3
+// left), each [cols, m groups, 16 lanes of 2 bytes]: lane i of vector (k, j) of
+// panel p = row 16 (3p + j) + i's column k (32 bytes: vcvtph2ps widens it to one
+// 16-row vector of f32 weights), so a tile of a panel's rows reads one stream.
 // The same bytes as the stored matrix when rows is a multiple of 16 (and
 // cols even for bf16).
 constexpr int64_t kPackRows = 16;

@@ -1,5 +1,6 @@
 // AVX-512 kernel for packed f16 weights (matmul.h: per group of 16 rows,
-// column k's 16 values in one 32-byte vector). This CPU class has no
+// column k's 16 values in one 32-byte vector, the vectors of a panel of 3
+// groups side by side column after column). This CPU class has no
 // AVX512-FP16, so vcvtph2ps widens each vector exactly to 16 f32 weights,
 // which multiply the f32 activation x[t][k] broadcast (FMA, f32 sums), one
 // 16-row accumulator per token: no horizontal sums, no activation rounding.
@@ -8,9 +9,14 @@
 // whatever the tile (NG groups x T tokens) that computes it, so a token's
 // result is bit-identical alone (decode) or in any batch, tile and thread
 // split (batch invariance), and needs no partial sums to be combined. The
-// chains' latency is hidden by running NG x T of them at once instead:
-//   * decode (T = 1): NG = 4 groups, 4 chains and 4 sequential streams,
-//     each prefetched 4 KiB ahead (memory bound: the weights are read once);
+// chains' latency is hidden by running NG x T of them at once instead, NG
+// being the 1-3 groups of a panel (matmul.h) in the thread's rows, so that a
+// tile reads one sequential stream:
+//   * decode (T = 1): 3 chains, the panel's stream prefetched ahead (memory
+//     bound: the weights are read once). A 256 MiB GEMV alone, one thread,
+//     2 MiB pages: 26.5 GB/s from one stream of 3 groups, as packed bf16's
+//     one stream (26-28), vs 22-23 from 4 separate group streams and 25-26
+//     from 1 or 2 (fewer streams read faster here; 1 chain is latency bound);
 //   * prefill and batches: T tokens (up to kMaxTileTokens) x 3 groups, so
 //     each widened weight vector feeds T FMAs and each broadcast 3; the
 //     caller's row blocks keep the weights in L2 while the token tiles pass
@@ -24,6 +30,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/cpu/matmul_kernels.h"
 
 #define ZL_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
@@ -34,17 +42,20 @@ namespace {
 // Tokens per register tile: 3 groups x 8 tokens = 24 accumulators, plus 3
 // weight vectors and a broadcast, in the 32 zmm registers.
 constexpr int kMaxTileTokens = 8;
-// Columns read ahead on each group's stream: 4 KiB (as the packed bf16 kernel).
+// Columns read ahead on a panel's stream: 12 KiB for 3 groups.
 constexpr int64_t kPrefetchColumns = 128;
 
-// Groups g0 .. g0 + NG - 1 x tokens t0 .. t0 + T - 1; rows outside
-// [row_lo, row_end) are computed but not stored.
+// Groups g0 .. g0 + NG - 1 (of one panel) x tokens t0 .. t0 + T - 1; rows
+// outside [row_lo, row_end) are computed but not stored.
 template <int NG, int T>
 ZL_AVX512 void groups_x_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t g0, int64_t row_lo,
                                int64_t row_end, int64_t t0, float* y, int64_t ldy) {
-  const int64_t n = in.cols;
-  const uint16_t* p[NG];  // each group's [n, 16] f16
-  for (int g = 0; g < NG; ++g) p[g] = reinterpret_cast<const uint16_t*>(w.packed) + (g0 + g) * n * kPackRows;
+  const int64_t n = in.cols, num_groups = (w.rows + kPackRows - 1) / kPackRows;
+  const int64_t panel = g0 / kF16PanelGroups * kF16PanelGroups;  // the panel's first group
+  // Halfs from one column's vectors to the next: the panel's groups x 16.
+  const int64_t stride = std::min(kF16PanelGroups, num_groups - panel) * kPackRows;
+  // Group g0's vector of column 0; group g0 + g's is g x 16 halfs on.
+  const uint16_t* p = reinterpret_cast<const uint16_t*>(w.packed) + panel * n * kPackRows + (g0 - panel) * kPackRows;
   const float* xr[T];
   for (int t = 0; t < T; ++t) xr[t] = in.x + (t0 + t) * n;
   __m512 acc[NG][T];
@@ -53,22 +64,17 @@ ZL_AVX512 void groups_x_tokens(const WeightMatrix& w, const MatmulInput& in, int
   auto column = [&](int64_t k) ZL_AVX512 {
     __m512 wv[NG];
     for (int g = 0; g < NG; ++g)
-      wv[g] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p[g] + k * kPackRows)));
+      wv[g] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p + k * stride + g * kPackRows)));
     for (int t = 0; t < T; ++t) {
       const __m512 xv = _mm512_set1_ps(xr[t][k]);
       for (int g = 0; g < NG; ++g) acc[g][t] = _mm512_fmadd_ps(wv[g], xv, acc[g][t]);
     }
   };
-  // Near the end of its stream each group's prefetch moves on to the same
-  // column of the group NG further on: the next tile's stream, so that all
-  // of its streams start warm (from one column on, group g's prefetch would
-  // land in group g + 1, which this tile is reading already).
-  const int64_t next_tile = (NG - 1) * n;
   int64_t k = 0;
-  for (; k + 2 <= n; k += 2) {  // two columns: one 64-byte line of each stream
-    const int64_t ahead = k + kPrefetchColumns < n ? k + kPrefetchColumns : k + kPrefetchColumns + next_tile;
-    for (int g = 0; g < NG; ++g)
-      _mm_prefetch(reinterpret_cast<const char*>(p[g] + ahead * kPackRows), _MM_HINT_T0);
+  for (; k + 2 <= n; k += 2) {  // two columns: NG 64-byte lines of the stream
+    // Past the panel's end this reads ahead into the next panel, the next tile.
+    for (int line = 0; line < NG; ++line)
+      _mm_prefetch(reinterpret_cast<const char*>(p + (k + kPrefetchColumns) * stride) + 64 * line, _MM_HINT_T0);
     column(k);
     column(k + 1);
   }
@@ -80,20 +86,20 @@ ZL_AVX512 void groups_x_tokens(const WeightMatrix& w, const MatmulInput& in, int
   }
 }
 
-// The groups that hold rows [row_begin, row_end), NG at a time, then the
-// rest (< NG) in a tile of 2 and / or 1 (a thread's part may end in a few groups).
+// The groups that hold rows [row_begin, row_end), a tile per panel (fewer
+// groups where the range cuts a panel or the last panel is short).
 template <int T>
 ZL_AVX512 void row_groups(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                           int64_t t0, float* y, int64_t ldy) {
-  constexpr int NG = T == 1 ? 4 : 3;
-  int64_t g = row_begin / kPackRows;
+  static_assert(kF16PanelGroups == 3, "one tile shape per panel size below");
   const int64_t g_end = (row_end + kPackRows - 1) / kPackRows;
-  for (; g + NG <= g_end; g += NG) groups_x_tokens<NG, T>(w, in, g, row_begin, row_end, t0, y, ldy);
-  if (g + 2 <= g_end) {
-    groups_x_tokens<2, T>(w, in, g, row_begin, row_end, t0, y, ldy);
-    g += 2;
+  for (int64_t g = row_begin / kPackRows; g < g_end;) {
+    const int64_t count = std::min(g_end, (g / kF16PanelGroups + 1) * kF16PanelGroups) - g;
+    if (count == 3) groups_x_tokens<3, T>(w, in, g, row_begin, row_end, t0, y, ldy);
+    if (count == 2) groups_x_tokens<2, T>(w, in, g, row_begin, row_end, t0, y, ldy);
+    if (count == 1) groups_x_tokens<1, T>(w, in, g, row_begin, row_end, t0, y, ldy);
+    g += count;
   }
-  if (g < g_end) groups_x_tokens<1, T>(w, in, g, row_begin, row_end, t0, y, ldy);
 }
 
 // The last `left` (< kMaxTileTokens) tokens from t0 as one tile.

@@ -42,6 +42,8 @@ void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp);
 // The codes (as signed values) and scale of block b (32 columns) of row r of
 // a Q8_0, Q4_0 or I8 matrix, read from its stored bytes (I8: scale 1).
 void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale);
+// Groups of 16 rows per panel of packed f16 (see matmul.h).
+constexpr int64_t kF16PanelGroups = 3;
 // Packed code bytes per group of 16 rows and block (see matmul.h).
 inline int64_t packed_code_bytes(DType d) { return d == DType::kQ4_0 ? 4 * 64 : 8 * 64; }
 

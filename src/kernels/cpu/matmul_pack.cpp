@@ -2,6 +2,7 @@
 // once at load. Plain scalar code: it runs once per weight, reads every byte
 // through weight_block (the scalar reference's reading of the stored format),
 // and its output is checked by the kernels' tests against that reference.
+#include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
@@ -21,27 +22,31 @@ int64_t packed_bytes(const WeightMatrix& w) {
 
 namespace {
 
-// bf16 (kUnit 4) and f16 (kUnit 2): unit p of row r (bytes kUnit p.. of the
-// stored row) to lane r % 16 of vector p of group r / 16 (vectors of 16
-// units); a missing last bf16 column stays 0, as do padding rows. Each group
-// is written while its 16 rows are read (its vectors stay in cache).
-template <int64_t kUnit>
+// bf16 (kUnit 4, panels of 1 group) and f16 (kUnit 2, panels of
+// kF16PanelGroups): unit p of row r (bytes kUnit p.. of the stored row) to
+// lane r % 16 of vector (p, group r / 16 within its panel) of that panel; a
+// missing last bf16 column stays 0, as do padding rows. Each panel is written
+// while its rows are read (its vectors stay in cache).
+template <int64_t kUnit, int64_t kPanel>
 void pack_lanes(const WeightMatrix& w, uint8_t* dst) {
   const int64_t row_bytes = w.row_bytes(), units = (row_bytes + kUnit - 1) / kUnit, full = row_bytes / kUnit;
+  const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, vector_bytes = kPackRows * kUnit;
   std::memset(dst, 0, static_cast<size_t>(packed_bytes(w)));
   for (int64_t r = 0; r < w.rows; ++r) {
-    uint8_t* lane = dst + (r / kPackRows) * units * kPackRows * kUnit + kUnit * (r % kPackRows);
+    const int64_t g = r / kPackRows, panel = g / kPanel * kPanel;
+    const int64_t step = std::min(kPanel, groups - panel) * vector_bytes;  // from unit p to p + 1
+    uint8_t* lane = dst + panel * units * vector_bytes + (g - panel) * vector_bytes + kUnit * (r % kPackRows);
     const uint8_t* src = w.row(r);
-    for (int64_t p = 0; p < full; ++p) std::memcpy(lane + p * kPackRows * kUnit, src + kUnit * p, kUnit);
-    if (full < units) std::memcpy(lane + full * kPackRows * kUnit, src + kUnit * full, row_bytes - kUnit * full);
+    for (int64_t p = 0; p < full; ++p) std::memcpy(lane + p * step, src + kUnit * p, kUnit);
+    if (full < units) std::memcpy(lane + full * step, src + kUnit * full, row_bytes - kUnit * full);
   }
 }
 
 }  // namespace
 
 void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
-  if (w.dtype == DType::kBF16) return pack_lanes<4>(w, dst);
-  if (w.dtype == DType::kF16) return pack_lanes<2>(w, dst);
+  if (w.dtype == DType::kBF16) return pack_lanes<4, 1>(w, dst);
+  if (w.dtype == DType::kF16) return pack_lanes<2, kF16PanelGroups>(w, dst);
   CHECK(dtype_is_quantized(w.dtype) && w.cols % 32 == 0) << "no packed layout for " << dtype_name(w.dtype);
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
   const int64_t code_bytes = packed_code_bytes(w.dtype);
