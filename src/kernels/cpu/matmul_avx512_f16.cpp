@@ -42,8 +42,11 @@ namespace {
 // Tokens per register tile: 3 groups x 8 tokens = 24 accumulators, plus 3
 // weight vectors and a broadcast, in the 32 zmm registers.
 constexpr int kMaxTileTokens = 8;
-// Columns read ahead on a panel's stream: 12 KiB for 3 groups.
-constexpr int64_t kPrefetchColumns = 128;
+// Columns read ahead on a panel's stream: 6 KiB for 3 groups. A 534 MB GEMV
+// alone on 2 threads (2 MiB pages, 3 rounds): 26.7-28.5 GB/s at 64 columns,
+// 24.6-27.9 at 128, 26.0-27.6 at 256, 20-22 prefetching into L2 instead;
+// packed bf16's stream 25.0-27.9 in the same rounds.
+constexpr int64_t kPrefetchColumns = 64;
 
 // Groups g0 .. g0 + NG - 1 (of one panel) x tokens t0 .. t0 + T - 1; rows
 // outside [row_lo, row_end) are computed but not stored.
