@@ -1,5 +1,8 @@
 #include "kernels/cpu/argmax.h"
 
+// GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_reduce_max_ps.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cmath>
