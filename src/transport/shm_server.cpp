@@ -447,12 +447,13 @@ void ShmServer::Impl::monitor_client(uint32_t c, uint64_t now) {
     if (now - cs.claiming_since_ns > ZL_SHM_DEAD_AFTER_NS) begin_reclaim(c);
     return;
   }
+  if (state != ZL_SHM_CLIENT_ACTIVE) return begin_reclaim(c);  // it closed
   uint64_t beat = shm::atomic(client.heartbeat_ns).load(std::memory_order_acquire);
   bool stale = int64_t(now - beat) > int64_t(ZL_SHM_DEAD_AFTER_NS);
-  if (state == ZL_SHM_CLIENT_ACTIVE && (stale || !pid_alive(client.pid)))
-    log_warn("shm: client slot ", c, " (pid ", client.pid, ") taken for dead: ",
-             stale ? "its heartbeat is " + std::to_string(int64_t(now - beat) / 1'000'000) + " ms old" : "its pid is gone");
-  if (state != ZL_SHM_CLIENT_ACTIVE || stale || !pid_alive(client.pid)) begin_reclaim(c);
+  if (!stale && pid_alive(client.pid)) return;
+  log_warn("shm: client slot ", c, " (pid ", client.pid, ") taken for dead: ",
+           stale ? "its heartbeat is " + std::to_string(int64_t(now - beat) / 1'000'000) + " ms old" : "its pid is gone");
+  begin_reclaim(c);
 }
 
 void ShmServer::Impl::begin_reclaim(uint32_t c) {
