@@ -31,5 +31,5 @@ int main(int argc, char** argv) {
   std::printf("{\"bench\":\"bandwidth\",\"threads\":%d,\"bytes\":%zu,\"runs\":%d,\"gbs_min\":%.2f,"
               "\"gbs_median\":%.2f,\"gbs_max\":%.2f}\n",
               threads, size_t(mib) << 20, runs, s.min, s.median, s.max);
-  return probe.sink() == 42 ? 1 : 0;
+  return 0;
 }

@@ -79,7 +79,6 @@ class SpanSweep {
   }
 
   int64_t bytes() const { return bytes_; }
-  uint64_t sink() const { return sink_.load(std::memory_order_relaxed); }
 
   // Seconds of one pass over every span, one parallel_for per span as the
   // forward pass makes one per matrix; each thread's part is whole 64-byte lines.
@@ -102,6 +101,8 @@ class SpanSweep {
   ThreadPool& pool_;
   std::vector<ByteSpan> spans_;
   int64_t bytes_ = 0;
+  // Every slice's sum is added here: an atomic the compiler cannot drop, so
+  // neither are the loads its value comes from.
   std::atomic<uint64_t> sink_{0};
 };
 
@@ -118,7 +119,6 @@ class BandwidthProbe {
 
   bool ok() const { return buffer_ != nullptr; }
   double sweep_gbs() { return sweep_.sweep_gbs(); }
-  uint64_t sink() const { return sweep_.sink(); }
 
  private:
   HugeBuffer buffer_;
