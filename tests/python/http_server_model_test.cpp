@@ -1,6 +1,7 @@
-// Runs the HTTP server's end-to-end suite (tests/python/test_http_server.py:
-// the real `zerolayer serve` driven by the official `openai` package and by
-// raw sockets) under ctest. It needs .venv with openai and pytest, which
+// Runs the HTTP server's end-to-end suites under ctest: test_http_server.py
+// (the real `zerolayer serve` driven by the official `openai` package and by
+// raw sockets) and test_metrics.py (`/metrics` read by prometheus-client's
+// parser). It needs .venv with openai, prometheus-client and pytest, which
 // scripts/setup.sh creates from requirements-test.txt; without them the test
 // reports skipped rather than passing silently.
 #include <gtest/gtest.h>
@@ -38,12 +39,12 @@ TEST(HttpServerPython, PytestSuitePasses) {
   const std::string root = repo_root();
   const std::string python = root + "/.venv/bin/python";
   if (!fs::exists(python)) GTEST_SKIP() << python << " is missing (scripts/setup.sh creates it)";
-  if (std::system((quote(python) + " -c 'import openai, pytest' 2>/dev/null").c_str()) != 0)
-    GTEST_SKIP() << "openai or pytest is not installed in .venv (pip install -r requirements-test.txt)";
+  if (std::system((quote(python) + " -c 'import openai, prometheus_client, pytest' 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "openai, prometheus-client or pytest is not installed in .venv (pip install -r requirements-test.txt)";
   std::string shared = shared_path("");
   std::string command = "cd " + quote(root) + " && ZEROLAYER_BIN=" + quote(cli_path()) +
                         (shared.empty() ? "" : " ZL_SHARED_DIR=" + quote(shared)) + " " + quote(python) +
-                        " -m pytest tests/python/test_http_server.py -q -p no:cacheprovider 2>&1";
+                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py -q -p no:cacheprovider 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;
