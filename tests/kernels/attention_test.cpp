@@ -22,48 +22,61 @@ struct Shape {
   std::vector<int32_t> positions;  // one sequence per token
 };
 
-TEST(AttentionTest, VectorMatchesScalarReference) {
-  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "the CPU lacks AVX-512";
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-  ThreadPool pool(2);
-  const std::vector<Shape> shapes = {{1, 1, 16, 4, {0}},          {2, 1, 8, 16, {5, 17}},
-                                     {4, 2, 24, 8, {15, 16, 31}}, {3, 3, 80, 16, {40, 0, 63, 64}},
-                                     {8, 2, 64, 16, {100, 7}},    {2, 2, 130, 32, {33}},
-                                     // Heads of 64 / 128 (the register path), blocks a multiple of 16
-                                     // (a chunk in one block) or not (rows found one by one).
-                                     {4, 1, 64, 8, {70, 3}},      {2, 1, 128, 16, {90}},
-                                     {2, 2, 128, 48, {130, 20}},  {4, 2, 128, 12, {50, 0, 47}}};
-  for (const Shape& s : shapes) {
+// Random q / k / v for a shape, each token's sequence owning a shuffled set of blocks.
+struct Problem {
+  std::vector<float> q, k, v;
+  std::vector<int32_t> ids;
+  std::vector<const int32_t*> tables;
+  AttentionArgs args;
+
+  Problem(const Shape& s, std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
     const int64_t num_tokens = static_cast<int64_t>(s.positions.size());
     const int32_t max_pos = *std::max_element(s.positions.begin(), s.positions.end());
     const int32_t blocks_per_seq = max_pos / s.block_size + 1;
     const int64_t num_blocks = blocks_per_seq * num_tokens;
     const int64_t kv_dim = int64_t{s.kv_heads} * s.head_dim;
-    std::vector<float> k(static_cast<size_t>(num_blocks * s.block_size * kv_dim));
-    std::vector<float> v(k.size()), q(static_cast<size_t>(num_tokens * s.heads * s.head_dim));
+    k.resize(static_cast<size_t>(num_blocks * s.block_size * kv_dim));
+    v.resize(k.size());
+    q.resize(static_cast<size_t>(num_tokens * s.heads * s.head_dim));
     for (float& x : k) x = u(rng);
     for (float& x : v) x = u(rng);
     for (float& x : q) x = u(rng);
-    // Each token's sequence owns a shuffled set of blocks.
-    std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
+    ids.resize(static_cast<size_t>(num_blocks));
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), rng);
-    std::vector<const int32_t*> tables;
     for (int64_t t = 0; t < num_tokens; ++t) tables.push_back(&ids[static_cast<size_t>(t * blocks_per_seq)]);
-    AttentionArgs a;
-    a.q = q.data();
-    a.k_cache = k.data();
-    a.v_cache = v.data();
-    a.positions = s.positions.data();
-    a.block_tables = tables.data();
-    a.num_tokens = num_tokens;
-    a.num_heads = s.heads;
-    a.num_kv_heads = s.kv_heads;
-    a.head_dim = s.head_dim;
-    a.block_size = s.block_size;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-    std::vector<float> ref(q.size()), out(q.size(), NAN);
+    args.q = q.data();
+    args.k_cache = k.data();
+    args.v_cache = v.data();
+    args.positions = s.positions.data();
+    args.block_tables = tables.data();
+    args.num_tokens = num_tokens;
+    args.num_heads = s.heads;
+    args.num_kv_heads = s.kv_heads;
+    args.head_dim = s.head_dim;
+    args.block_size = s.block_size;
+    args.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  }
+};
+
+TEST(AttentionTest, VectorMatchesScalarReference) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "the CPU lacks AVX-512";
+  std::mt19937 rng(7);
+  ThreadPool pool(2);
+  const std::vector<Shape> shapes = {{1, 1, 16, 4, {0}},          {2, 1, 8, 16, {5, 17}},
+                                     {4, 2, 24, 8, {15, 16, 31}}, {3, 3, 80, 16, {40, 0, 63, 64}},
+                                     {8, 2, 64, 16, {100, 7}},    {2, 2, 130, 32, {33}},
+                                     // Heads of 64 / 128 (the register path), blocks a multiple of 16
+                                     // (a chunk in one block) or not (rows found one by one), and
+                                     // 1-4 query heads per KV head (run together).
+                                     {4, 1, 64, 8, {70, 3}},      {2, 1, 128, 16, {90}},
+                                     {2, 2, 128, 48, {130, 20}},  {4, 2, 128, 12, {50, 0, 47}},
+                                     {6, 2, 64, 16, {45, 9}}};
+  for (const Shape& s : shapes) {
+    Problem p(s, rng);
+    AttentionArgs& a = p.args;
+    std::vector<float> ref(p.q.size()), out(p.q.size(), NAN);
     a.out = ref.data();
     attention_f32(pool, a, Isa::kScalar);
     a.out = out.data();
@@ -74,8 +87,52 @@ TEST(AttentionTest, VectorMatchesScalarReference) {
       max_ref = std::max(max_ref, std::fabs(ref[i]));
     }
     EXPECT_LE(worst, 1e-5f * max_ref) << "heads " << s.heads << " head_dim " << s.head_dim << " tokens "
-                                      << num_tokens;
+                                      << a.num_tokens;
     EXPECT_GT(max_ref, 0.0f);
+  }
+}
+
+// Query heads that share a KV head run together on the vector path; each
+// head's output has the bits it gets when it is the only head (one at a time).
+TEST(AttentionTest, GroupedHeadsGiveTheBitsOfEachHeadAlone) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "the CPU lacks AVX-512";
+  std::mt19937 rng(11);
+  ThreadPool pool(2);
+  for (const Shape& s : {Shape{4, 1, 64, 16, {37, 100, 5}}, Shape{6, 2, 64, 8, {20, 63}},
+                         Shape{2, 1, 128, 16, {80, 16}}}) {
+    Problem p(s, rng);
+    std::vector<float> all(p.q.size(), NAN);
+    p.args.out = all.data();
+    attention_f32(pool, p.args, Isa::kAvx512);
+    const int32_t group = s.heads / s.kv_heads;
+    const int64_t kv_dim = int64_t{s.kv_heads} * s.head_dim;
+    for (int32_t h = 0; h < s.heads; ++h) {
+      // Head h alone: its queries, and its KV head's slice of the cache rows.
+      const int64_t num_rows = static_cast<int64_t>(p.k.size()) / kv_dim, kv = h / group;
+      std::vector<float> q1, k1, v1, out1(static_cast<size_t>(p.args.num_tokens * s.head_dim), NAN);
+      for (int64_t t = 0; t < p.args.num_tokens; ++t) {
+        const float* qh = &p.q[static_cast<size_t>((t * s.heads + h) * s.head_dim)];
+        q1.insert(q1.end(), qh, qh + s.head_dim);
+      }
+      for (int64_t r = 0; r < num_rows; ++r) {
+        const size_t at = static_cast<size_t>(r * kv_dim + kv * s.head_dim);
+        k1.insert(k1.end(), p.k.begin() + at, p.k.begin() + at + s.head_dim);
+        v1.insert(v1.end(), p.v.begin() + at, p.v.begin() + at + s.head_dim);
+      }
+      AttentionArgs one = p.args;
+      one.q = q1.data();
+      one.k_cache = k1.data();
+      one.v_cache = v1.data();
+      one.out = out1.data();
+      one.num_heads = 1;
+      one.num_kv_heads = 1;
+      attention_f32(pool, one, Isa::kAvx512);
+      for (int64_t t = 0; t < p.args.num_tokens; ++t)
+        for (int32_t d = 0; d < s.head_dim; ++d)
+          ASSERT_EQ(out1[static_cast<size_t>(t * s.head_dim + d)],
+                    all[static_cast<size_t>((t * s.heads + h) * s.head_dim + d)])
+              << "heads " << s.heads << " head_dim " << s.head_dim << " head " << h << " token " << t;
+    }
   }
 }
 

@@ -107,78 +107,96 @@ ZL_AVX512 inline void chunk_rows(const AttentionArgs& a, const int32_t* blocks, 
   }
 }
 
-// One (token, head) with AVX-512: positions in chunks of 16, the chunk's
-// scores as one vector, the running max and sum updated once per chunk (the
-// same online softmax, coarser), exp vectorized. Each token's arithmetic
-// depends only on its own positions, so results do not depend on the batch.
-// HD16 = head_dim / 16 for the common heads (64, 128): the query and the
-// output accumulator [head_dim] then live in registers and every K / V load
-// feeds an FMA directly, about half the instructions of the general case
-// (HD16 = 0). Both do the same f32 operations in the same order per lane.
-template <int HD16>
-ZL_AVX512 void attend_one_avx512(const AttentionArgs& a, int64_t token, int32_t head) {
+// NQ heads of one token that share a KV head (grouped-query attention) with
+// AVX-512: positions in chunks of 16, each chunk's scores as one vector per
+// head, the running max and sum updated once per chunk (the same online
+// softmax, coarser), exp vectorized. The heads share the chunk's rows and
+// each V load (up to 4 FMAs per load instead of 1), and their independent
+// chains keep the FMA units busy. Each head's arithmetic is the same f32
+// operations in the same order as with NQ = 1 and depends only on its own
+// token's positions, so results depend neither on the batch nor on NQ.
+// HD16 = head_dim / 16 for the common heads (64, 128): the queries and the
+// output accumulators [NQ, head_dim] then live in registers and K loads feed
+// FMAs directly, about half the instructions of the general case (HD16 = 0,
+// NQ = 1). Both do the same f32 operations in the same order per lane.
+template <int HD16, int NQ>
+ZL_AVX512 void attend_avx512(const AttentionArgs& a, int64_t token, int32_t head0) {
+  static_assert(HD16 > 0 || NQ == 1, "the general head size runs one head at a time");
   constexpr int kVecs = HD16 > 0 ? HD16 : kMaxVectorHeadDim / 16;
   const int32_t hd = a.head_dim;
   const int32_t nv = HD16 > 0 ? HD16 : (hd + 15) / 16;
-  const int64_t kv_offset = int64_t{head / (a.num_heads / a.num_kv_heads)} * hd;
-  const float* q = a.q + (token * a.num_heads + head) * hd;
+  const int64_t kv_offset = int64_t{head0 / (a.num_heads / a.num_kv_heads)} * hd;
   const int32_t* blocks = a.block_tables[token];
   const int32_t pos = a.positions[token];
-  __m512 qv[kVecs], acc[kVecs];
-  for (int32_t i = 0; i < nv; ++i) {
-    qv[i] = load_d<HD16>(q, 16 * i, hd);
-    acc[i] = _mm512_setzero_ps();
+  __m512 qv[NQ][kVecs], acc[NQ][kVecs];
+  float max_score[NQ], sum[NQ];
+  for (int h = 0; h < NQ; ++h) {
+    const float* q = a.q + (token * a.num_heads + head0 + h) * hd;
+    for (int32_t i = 0; i < nv; ++i) {
+      qv[h][i] = load_d<HD16>(q, 16 * i, hd);
+      acc[h][i] = _mm512_setzero_ps();
+    }
+    max_score[h] = -INFINITY;
+    sum[h] = 0.0f;
   }
-  float max_score = -INFINITY, sum = 0.0f;
   for (int32_t p0 = 0; p0 <= pos; p0 += 16) {
     const int32_t n = std::min(16, pos + 1 - p0);
     const float* k_rows[16];
     const float* v_rows[16];
     chunk_rows(a, blocks, p0, n, kv_offset, k_rows, v_rows);
-    __m512 dots[16];
-    for (__m512& d : dots) d = _mm512_setzero_ps();
-    // dots[j] lane l = sum over i of q[16i + l] x K[j][16i + l], i ascending in
+    const __mmask16 valid = tail_mask(n);
+    alignas(64) float weights[NQ][16];
+    __m512 dots[NQ][16];
+    for (int h = 0; h < NQ; ++h)
+      for (__m512& d : dots[h]) d = _mm512_setzero_ps();
+    // dots[h][j] lane l = sum over i of q[16i + l] x K[j][16i + l], i ascending in
     // both loop orders (registers: rows outer, so each row pointer is read once).
     if constexpr (HD16 > 0) {
       for (int32_t j = 0; j < 16; ++j)
-        for (int32_t i = 0; i < HD16; ++i) dots[j] = _mm512_fmadd_ps(qv[i], _mm512_loadu_ps(k_rows[j] + 16 * i), dots[j]);
+        for (int32_t i = 0; i < HD16; ++i) {
+          const __m512 kj = _mm512_loadu_ps(k_rows[j] + 16 * i);
+          for (int h = 0; h < NQ; ++h) dots[h][j] = _mm512_fmadd_ps(qv[h][i], kj, dots[h][j]);
+        }
     } else {
       for (int32_t i = 0; i < nv; ++i)
-        for (int32_t j = 0; j < 16; ++j) dots[j] = _mm512_fmadd_ps(qv[i], load_d<HD16>(k_rows[j], 16 * i, hd), dots[j]);
+        for (int32_t j = 0; j < 16; ++j) dots[0][j] = _mm512_fmadd_ps(qv[0][i], load_d<HD16>(k_rows[j], 16 * i, hd), dots[0][j]);
     }
-    const __mmask16 valid = tail_mask(n);
-    const __m512 sv = _mm512_mask_mul_ps(_mm512_set1_ps(-INFINITY), valid, sum16(dots), _mm512_set1_ps(a.scale));
-    const float chunk_max = _mm512_reduce_max_ps(sv);
-    if (chunk_max > max_score) {
-      // Rescale what was accumulated under the old maximum (nothing yet on the first chunk).
-      if (sum > 0.0f) {
-        const float correction = std::exp(max_score - chunk_max);
-        sum *= correction;
-        for (int32_t i = 0; i < nv; ++i) acc[i] = _mm512_mul_ps(acc[i], _mm512_set1_ps(correction));
+    for (int h = 0; h < NQ; ++h) {
+      const __m512 sv = _mm512_mask_mul_ps(_mm512_set1_ps(-INFINITY), valid, sum16(dots[h]), _mm512_set1_ps(a.scale));
+      const float chunk_max = _mm512_reduce_max_ps(sv);
+      if (chunk_max > max_score[h]) {
+        // Rescale what was accumulated under the old maximum (nothing yet on the first chunk).
+        if (sum[h] > 0.0f) {
+          const float correction = std::exp(max_score[h] - chunk_max);
+          sum[h] *= correction;
+          for (int32_t i = 0; i < nv; ++i) acc[h][i] = _mm512_mul_ps(acc[h][i], _mm512_set1_ps(correction));
+        }
+        max_score[h] = chunk_max;
       }
-      max_score = chunk_max;
+      const __m512 w = _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(sv, _mm512_set1_ps(max_score[h]))));
+      sum[h] += _mm512_reduce_add_ps(w);
+      _mm512_store_ps(weights[h], w);
     }
-    const __m512 w = _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(sv, _mm512_set1_ps(max_score))));
-    sum += _mm512_reduce_add_ps(w);
-    alignas(64) float weights[16];
-    _mm512_store_ps(weights, w);
-    // acc[i] += weights[j] x V[j] for j = 0, 1, ..: position by position in
-    // both loop orders (registers: positions outer; memory: vectors outer).
+    // acc[h][i] += weights[h][j] x V[j] for j = 0, 1, ..: position by position
+    // in both loop orders (registers: positions outer; memory: vectors outer).
     if constexpr (HD16 > 0) {
-      for (int32_t j = 0; j < n; ++j) {
-        const __m512 wj = _mm512_set1_ps(weights[j]);
-        for (int32_t i = 0; i < HD16; ++i) acc[i] = _mm512_fmadd_ps(wj, _mm512_loadu_ps(v_rows[j] + 16 * i), acc[i]);
-      }
+      for (int32_t j = 0; j < n; ++j)
+        for (int32_t i = 0; i < HD16; ++i) {
+          const __m512 vj = _mm512_loadu_ps(v_rows[j] + 16 * i);
+          for (int h = 0; h < NQ; ++h) acc[h][i] = _mm512_fmadd_ps(_mm512_set1_ps(weights[h][j]), vj, acc[h][i]);
+        }
     } else {
       for (int32_t i = 0; i < nv; ++i)
         for (int32_t j = 0; j < n; ++j)
-          acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(weights[j]), load_d<HD16>(v_rows[j], 16 * i, hd), acc[i]);
+          acc[0][i] = _mm512_fmadd_ps(_mm512_set1_ps(weights[0][j]), load_d<HD16>(v_rows[j], 16 * i, hd), acc[0][i]);
     }
   }
-  float* out = a.out + (token * a.num_heads + head) * hd;
-  const __m512 inv = _mm512_set1_ps(1.0f / sum);
-  for (int32_t i = 0; i < nv; ++i)
-    _mm512_mask_storeu_ps(out + 16 * i, tail_mask(hd - 16 * i), _mm512_mul_ps(acc[i], inv));
+  for (int h = 0; h < NQ; ++h) {
+    float* out = a.out + (token * a.num_heads + head0 + h) * hd;
+    const __m512 inv = _mm512_set1_ps(1.0f / sum[h]);
+    for (int32_t i = 0; i < nv; ++i)
+      _mm512_mask_storeu_ps(out + 16 * i, tail_mask(hd - 16 * i), _mm512_mul_ps(acc[h][i], inv));
+  }
 }
 
 // Work items run head by head (one head's keys and values, [positions,
@@ -187,32 +205,59 @@ ZL_AVX512 void attend_one_avx512(const AttentionArgs& a, int64_t token, int32_t 
 // carries about equal causal work in a prefill (token t attends to t+1 positions).
 int64_t zigzag_token(int64_t i, int64_t num_tokens) { return i % 2 == 0 ? i / 2 : num_tokens - 1 - i / 2; }
 
+
+// Heads per work item: the most (up to what the registers hold: the
+// queries and accumulators take 16 vectors) that divide a KV head's group,
+// so an item's heads share that KV head.
+int32_t heads_per_item(const AttentionArgs& a, bool vector) {
+  const int32_t group = a.num_heads / a.num_kv_heads;
+  const int32_t most = !vector ? 1 : a.head_dim == 64 ? 4 : a.head_dim == 128 ? 2 : 1;
+  int32_t nq = most;
+  while (group % nq != 0) --nq;
+  return nq;
+}
+
+template <int HD16>
+ZL_AVX512 void attend_heads_avx512(const AttentionArgs& a, int64_t token, int32_t head0, int32_t nq) {
+  if constexpr (HD16 == 0) {
+    attend_avx512<0, 1>(a, token, head0);
+  } else {
+    switch (nq) {
+      case 4: if constexpr (HD16 <= 4) return attend_avx512<HD16, 4>(a, token, head0); break;
+      case 3: if constexpr (HD16 <= 4) return attend_avx512<HD16, 3>(a, token, head0); break;
+      case 2: return attend_avx512<HD16, 2>(a, token, head0);
+      default: return attend_avx512<HD16, 1>(a, token, head0);
+    }
+  }
+}
+
 }  // namespace
 
 void attention_f32(ThreadPool& pool, const AttentionArgs& args, Isa isa) {
-  const int64_t num_items = args.num_tokens * args.num_heads;
   const bool vector = isa == Isa::kAvx512 && args.head_dim <= kMaxVectorHeadDim;
+  const int32_t nq = heads_per_item(args, vector);
+  const int64_t num_items = args.num_tokens * (args.num_heads / nq);
   auto items = [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> acc;
     acc.resize(static_cast<size_t>(args.head_dim));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t token = zigzag_token(item % args.num_tokens, args.num_tokens);
-      const auto head = static_cast<int32_t>(item / args.num_tokens);
+      const auto head0 = static_cast<int32_t>(item / args.num_tokens) * nq;
       if (vector) {
         switch (args.head_dim) {
-          case 64: attend_one_avx512<4>(args, token, head); break;
-          case 128: attend_one_avx512<8>(args, token, head); break;
-          default: attend_one_avx512<0>(args, token, head); break;
+          case 64: attend_heads_avx512<4>(args, token, head0, nq); break;
+          case 128: attend_heads_avx512<8>(args, token, head0, nq); break;
+          default: attend_heads_avx512<0>(args, token, head0, nq); break;
         }
       } else {
-        attend_one_scalar(args, token, head, acc.data());
+        attend_one_scalar(args, token, head0, acc.data());
       }
     }
   };
   // Small work (short contexts, tiny heads) is cheaper inline than woken workers.
   int64_t max_pos = 0;
   for (int64_t t = 0; t < args.num_tokens; ++t) max_pos = std::max<int64_t>(max_pos, args.positions[t]);
-  if (num_items * (max_pos + 1) * args.head_dim < (1 << 16)) return items(0, num_items);
+  if (num_items * nq * (max_pos + 1) * args.head_dim < (1 << 16)) return items(0, num_items);
   pool.parallel_for(num_items, items);
 }
 
