@@ -397,10 +397,11 @@ int32_t KvPool::commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t 
         num_computed <= static_cast<int64_t>(tokens.size()))
       << "commit of " << num_computed << " tokens after " << seq.num_computed_tokens << ", with "
       << seq.num_reserved_tokens << " reserved and " << tokens.size() << " given";
-  Impl& p = *impl_;
-  p.account_remove(seq);
+  // Of the slot accounting (slot_use()) only the slots held ahead change:
+  // one decrement, not a removal and an addition (a step commits every
+  // running sequence, and the accounting is one chain of memory updates).
+  impl_->ahead_slots -= num_computed - seq.num_computed_tokens;
   seq.num_computed_tokens = num_computed;
-  p.account_add(seq);
   int32_t num_signed = 0;
   for (; num_signed < max_signs && has_block_to_sign(seq); ++num_signed) apply_sign(prepare_sign(seq, tokens));
   return num_signed;
