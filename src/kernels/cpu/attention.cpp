@@ -258,7 +258,10 @@ void attention_f32(ThreadPool& pool, const AttentionArgs& args, Isa isa) {
   int64_t max_pos = 0;
   for (int64_t t = 0; t < args.num_tokens; ++t) max_pos = std::max<int64_t>(max_pos, args.positions[t]);
   if (num_items * nq * (max_pos + 1) * args.head_dim < (1 << 16)) return items(0, num_items);
-  pool.parallel_for(num_items, items);
+  // Eight parts per thread: a thread slowed by other work on its core hands
+  // the rest of its share to the others (a prefill layer's attention is
+  // ~10-20 ms of work).
+  pool.parallel_for(num_items, items, 1, 8);
 }
 
 }  // namespace zl::cpu

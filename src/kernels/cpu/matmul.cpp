@@ -158,11 +158,15 @@ void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<cons
   };
   // Below ~64K multiply-adds waking the workers costs more than it saves.
   if (num_tokens * cols * total_rows < (1 << 16)) return run_rows(0, total_rows);
-  // Parts of whole 16-row groups (the packed layout's, and the kernels' tiles);
-  // four per thread, so that a thread slowed by other work on its core hands
-  // the rest of its share to the others (each row's result does not depend on
-  // which thread computes it).
-  pool.parallel_for(total_rows, run_rows, 16, 4);
+  // Parts of whole 16-row groups (the packed layout's, and the kernels' tiles),
+  // several per thread, so that a thread slowed by other work on its core
+  // hands the rest of its share to the others (each row's result does not
+  // depend on which thread computes it): four in decode, where each part is
+  // one stream of weights from memory; sixteen past one token tile, where a
+  // part computes for milliseconds (a 512-token prefill's gate / up: ~5 ms
+  // each on this VM's cores instead of ~20) and the other thread waits at
+  // the end for whichever part a descheduled thread holds.
+  pool.parallel_for(total_rows, run_rows, 16, num_tokens > 4 ? 16 : 4);
 }
 
 void matmul(ThreadPool& pool, const float* x, const WeightMatrix& w, const float* bias, float* y,
