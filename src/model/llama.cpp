@@ -28,6 +28,16 @@ struct LlamaModel::Buffers {
   std::vector<const int32_t*> block_tables;  // [T] the token's sequence's table
 };
 
+// Runs fn(begin, end) over ranges of the step's tokens: on the pool for a
+// prefill, inline when the step is too small to repay waking the workers
+// (decode). For the per-token and elementwise ops between the matmuls, which
+// give each element the same bits however the tokens are split.
+template <typename F>
+void for_token_ranges(ThreadPool& pool, int64_t num_tokens, int64_t elems_per_token, F&& fn) {
+  if (num_tokens * elems_per_token < (1 << 16)) return fn(int64_t{0}, num_tokens);
+  pool.parallel_for(num_tokens, fn);
+}
+
 std::vector<float> rope_inv_freq(const ModelConfig& c) {
   int32_t half = c.head_dim / 2;
   std::vector<float> inv_freq(static_cast<size_t>(half));
@@ -117,7 +127,7 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   Buffers& b = *buf_;
-  cpu::rmsnorm_f32(b.x.data(), w.attn_norm, b.xb.data(), num_tokens, c.dim, c.rms_norm_eps);
+  norm_into_xb(w.attn_norm, num_tokens);
   // q, k and v share one quantization of xb and one parallel section.
   const cpu::MatmulTarget qkv[] = {{&w.wq, w.bq, b.q.data()}, {&w.wk, w.bk, b.k.data()}, {&w.wv, w.bv, b.v.data()}};
   cpu::matmul(pool_, b.xb.data(), num_tokens, qkv);
@@ -126,15 +136,17 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   const int64_t kv_dim = c.kv_dim();
   float* k_cache = cache.k(layer);
   float* v_cache = cache.v(layer);
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    int32_t pos = b.positions[static_cast<size_t>(t)];
-    cpu::rope_f32(&b.q[t * c.q_dim()], c.num_heads, c.head_dim, pos, inv_freq_.data(), c.rope_interleaved);
-    cpu::rope_f32(&b.k[t * kv_dim], c.num_kv_heads, c.head_dim, pos, inv_freq_.data(), c.rope_interleaved);
-    int64_t row = int64_t{b.block_tables[static_cast<size_t>(t)][pos / cache.block_size()]} *
-                      cache.block_size() + pos % cache.block_size();
-    std::memcpy(k_cache + row * kv_dim, &b.k[t * kv_dim], sizeof(float) * kv_dim);
-    std::memcpy(v_cache + row * kv_dim, &b.v[t * kv_dim], sizeof(float) * kv_dim);
-  }
+  for_token_ranges(pool_, num_tokens, c.q_dim() + 2 * kv_dim, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int32_t pos = b.positions[static_cast<size_t>(t)];
+      cpu::rope_f32(&b.q[t * c.q_dim()], c.num_heads, c.head_dim, pos, inv_freq_.data(), c.rope_interleaved);
+      cpu::rope_f32(&b.k[t * kv_dim], c.num_kv_heads, c.head_dim, pos, inv_freq_.data(), c.rope_interleaved);
+      int64_t row = int64_t{b.block_tables[static_cast<size_t>(t)][pos / cache.block_size()]} *
+                        cache.block_size() + pos % cache.block_size();
+      std::memcpy(k_cache + row * kv_dim, &b.k[t * kv_dim], sizeof(float) * kv_dim);
+      std::memcpy(v_cache + row * kv_dim, &b.v[t * kv_dim], sizeof(float) * kv_dim);
+    }
+  });
 
   cpu::AttentionArgs args;
   args.q = b.q.data();
@@ -152,19 +164,38 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   cpu::attention_f32(pool_, args);
 
   cpu::matmul(pool_, b.att.data(), w.wo, nullptr, b.proj.data(), num_tokens);
-  cpu::add_f32(b.x.data(), b.proj.data(), b.x.data(), num_tokens * c.dim);
+  add_residual(num_tokens);
+}
+
+void LlamaModel::norm_into_xb(const float* weight, int64_t num_tokens) {
+  const ModelConfig& c = config_;
+  Buffers& b = *buf_;
+  for_token_ranges(pool_, num_tokens, c.dim, [&](int64_t t0, int64_t t1) {
+    cpu::rmsnorm_f32(&b.x[t0 * c.dim], weight, &b.xb[t0 * c.dim], t1 - t0, c.dim, c.rms_norm_eps);
+  });
+}
+
+void LlamaModel::add_residual(int64_t num_tokens) {
+  const int64_t dim = config_.dim;
+  Buffers& b = *buf_;
+  for_token_ranges(pool_, num_tokens, dim, [&](int64_t t0, int64_t t1) {
+    cpu::add_f32(&b.x[t0 * dim], &b.proj[t0 * dim], &b.x[t0 * dim], (t1 - t0) * dim);
+  });
 }
 
 void LlamaModel::mlp_block(int32_t layer, int64_t num_tokens) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   Buffers& b = *buf_;
-  cpu::rmsnorm_f32(b.x.data(), w.ffn_norm, b.xb.data(), num_tokens, c.dim, c.rms_norm_eps);
+  norm_into_xb(w.ffn_norm, num_tokens);
   const cpu::MatmulTarget gate_up[] = {{&w.w_gate, nullptr, b.gate.data()}, {&w.w_up, nullptr, b.up.data()}};
   cpu::matmul(pool_, b.xb.data(), num_tokens, gate_up);
-  cpu::swiglu_f32(b.gate.data(), b.up.data(), b.gate.data(), num_tokens * c.hidden_dim);
+  const int64_t hidden = c.hidden_dim;
+  for_token_ranges(pool_, num_tokens, hidden, [&](int64_t t0, int64_t t1) {
+    cpu::swiglu_f32(&b.gate[t0 * hidden], &b.up[t0 * hidden], &b.gate[t0 * hidden], (t1 - t0) * hidden);
+  });
   cpu::matmul(pool_, b.gate.data(), w.w_down, nullptr, b.proj.data(), num_tokens);
-  cpu::add_f32(b.x.data(), b.proj.data(), b.x.data(), num_tokens * c.dim);
+  add_residual(num_tokens);
 }
 
 void LlamaModel::use_cuda(std::unique_ptr<CudaLlamaModel> cuda) { cuda_ = std::move(cuda); }

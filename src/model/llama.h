@@ -69,6 +69,9 @@ class LlamaModel {
   void forward_cpu(const ForwardBatch& batch, KvCache& cache, float* logits);
   void attention_block(int32_t layer, int64_t num_tokens, KvCache& cache);
   void mlp_block(int32_t layer, int64_t num_tokens);
+  // xb = rmsnorm(x) x weight, and x += proj, over the step's tokens.
+  void norm_into_xb(const float* weight, int64_t num_tokens);
+  void add_residual(int64_t num_tokens);
 
   struct Buffers;
   const ModelConfig config_;
