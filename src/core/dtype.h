@@ -1,7 +1,8 @@
 // Element types of tensors in model files and of weights in memory, and
-// scalar conversions to f32. Block-quantized types (Q8_0, Q4_0) have a block
-// of elements per unit; use dtype_bytes for byte sizes, which checks
-// divisibility and overflow. I8 is int8 with one f32 scale per row (made at
+// scalar conversions to f32. Block-quantized types (Q8_0, Q4_0: 32 elements;
+// the k-quants Q4_K, Q6_K: super-blocks of 256) have a block of elements per
+// unit; use dtype_bytes for byte sizes, which checks divisibility and
+// overflow. I8 is int8 with one f32 scale per row (made at
 // load, never read from a file); its bytes here exclude the scales.
 #pragma once
 
@@ -12,10 +13,10 @@
 
 namespace zl {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kI8 };
+enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kI8, kQ4_K, kQ6_K };
 
 const char* dtype_name(DType dtype);
-// Elements per block (1 for plain types, 32 for Q8_0/Q4_0).
+// Elements per block (1 for plain types, 32 for Q8_0/Q4_0, 256 for Q4_K/Q6_K).
 int64_t dtype_block_elems(DType dtype);
 // Bytes per block.
 int64_t dtype_block_bytes(DType dtype);
@@ -54,5 +55,18 @@ inline uint16_t f32_to_f16(float f) {
 // Converts num_elems elements of `dtype` at src (unaligned is fine) to f32.
 // For kI8 this gives the raw integers (the caller applies the row scale).
 void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems);
+
+// One block of 32 elements (j = 0..7) of a Q4_K or Q6_K super-block p, as
+// codes and scales: element i = scale[i / 16] * codes[i] - offset.
+//   Q4_K (144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins,
+//   128 bytes of nibbles): codes 0..15, both scales d * sc_j, offset dmin * m_j.
+//   Q6_K (210 bytes: 128 bytes of low nibbles, 64 of high bit pairs, 16 int8
+//   scales, f16 d): codes -32..31, scale[h] = d * sc[2j + h], offset 0.
+// The products of f16 and 6- or 8-bit integers are exact in f32.
+void kquant_block(DType dtype, const uint8_t* p, int j, int8_t* codes, float* scale, float* offset);
+// The integer scales and f16 scale bits of super-block p:
+//   Q4_K: sc[0..7] and mins[0..7] (6 bits each), d_bits = {d, dmin};
+//   Q6_K: sc[0..15] (the int8 scales' bytes), d_bits[0] = d; mins unused.
+void kquant_scales(DType dtype, const uint8_t* p, uint8_t* sc, uint8_t* mins, uint16_t* d_bits);
 
 }  // namespace zl

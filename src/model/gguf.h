@@ -71,9 +71,9 @@ struct GgufFile {
   const GgufValue* find(std::string_view key) const;
 };
 
-// GGML tensor types accepted: F32=0, F16=1, Q4_0=2, Q8_0=8, BF16=30; others are
-// unimplemented (naming the tensor and type). Quantized tensors need ne[0] to
-// be a multiple of 32. Tensor offsets are relative to the data section, must
+// GGML tensor types accepted: F32=0, F16=1, Q4_0=2, Q8_0=8, Q4_K=12, Q6_K=14,
+// BF16=30; others are unimplemented (naming the tensor and type). Quantized
+// tensors need ne[0] to be a multiple of their block (32; k-quants 256). Tensor offsets are relative to the data section, must
 // be multiples of the alignment, and tensors may not overlap.
 StatusOr<GgufFile> read_gguf(const std::string& path);
 

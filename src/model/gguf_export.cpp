@@ -16,6 +16,8 @@ uint32_t ggml_type(DType d) {
     case DType::kF16: return 1;
     case DType::kQ4_0: return 2;
     case DType::kQ8_0: return 8;
+    case DType::kQ4_K: return 12;
+    case DType::kQ6_K: return 14;
     case DType::kBF16: return 30;
     case DType::kI8: break;
   }

@@ -80,6 +80,8 @@ DType target_dtype(DType stored, const WeightFormat& f) {
     case Quantization::kInt8: return DType::kI8;
     case Quantization::kQ8_0: return DType::kQ8_0;
     case Quantization::kQ4_0: return DType::kQ4_0;
+    case Quantization::kQ4_K: return DType::kQ4_K;
+    case Quantization::kQ6_K: return DType::kQ6_K;
     case Quantization::kNone: break;
   }
   return f.convert_dtype && is_float_dtype(stored) ? f.dtype : stored;
@@ -104,6 +106,8 @@ void convert_rows(const WeightMatrix& src, WeightMatrix& dst, uint8_t* out, floa
         break;
       case DType::kQ8_0: cpu::quantize_row_q8_0(row.data(), o, src.cols); break;
       case DType::kQ4_0: cpu::quantize_row_q4_0(row.data(), o, src.cols); break;
+      case DType::kQ4_K: cpu::quantize_row_q4_k(row.data(), o, src.cols); break;
+      case DType::kQ6_K: cpu::quantize_row_q6_k(row.data(), o, src.cols); break;
       case DType::kI8: scales[r] = cpu::quantize_row_i8(row.data(), reinterpret_cast<int8_t*>(o), src.cols); break;
     }
   }
@@ -122,9 +126,10 @@ StatusOr<WeightMatrix> matrix_in_format(const TensorInfo& info, const WeightForm
   dst.dtype = target_dtype(info.dtype, format);
   if (dst.dtype == stored.dtype) return stored;
   if (dtype_block_elems(dst.dtype) > 1 || dst.dtype == DType::kI8) {
-    if (stored.cols % 32 != 0)
+    const int64_t block = std::max<int64_t>(32, dtype_block_elems(dst.dtype));
+    if (stored.cols % block != 0)
       return invalid_argument(source, ": cannot quantize ", info.name, " to ", dtype_name(dst.dtype),
-                              ": its ", stored.cols, " columns are not a multiple of 32");
+                              ": its ", stored.cols, " columns are not a multiple of ", block);
   }
   uint8_t* out = weights.allocate_bytes(dst.rows * dst.row_bytes());
   float* scales = dst.dtype == DType::kI8 ? weights.allocate(dst.rows) : nullptr;
@@ -219,8 +224,12 @@ Status parse_quantization_flag(const std::string& text, WeightFormat& format) {
     format.quantization = Quantization::kQ8_0;
   } else if (text == "q4_0") {
     format.quantization = Quantization::kQ4_0;
+  } else if (text == "q4_k") {
+    format.quantization = Quantization::kQ4_K;
+  } else if (text == "q6_k") {
+    format.quantization = Quantization::kQ6_K;
   } else {
-    return invalid_argument("--quantization ", text, ": expected none, int8, q8_0 or q4_0");
+    return invalid_argument("--quantization ", text, ": expected none, int8, q8_0, q4_0, q4_k or q6_k");
   }
   return ok_status();
 }
@@ -230,6 +239,8 @@ std::string weight_format_name(const WeightFormat& f) {
     case Quantization::kInt8: return "int8";
     case Quantization::kQ8_0: return "q8_0";
     case Quantization::kQ4_0: return "q4_0";
+    case Quantization::kQ4_K: return "q4_k";
+    case Quantization::kQ6_K: return "q6_k";
     case Quantization::kNone: break;
   }
   return f.convert_dtype ? dtype_name(f.dtype) : "as stored";

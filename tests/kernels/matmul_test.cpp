@@ -58,6 +58,8 @@ Quantized make_matrix(DType dtype, const std::vector<float>& f, int64_t rows, in
         break;
       case DType::kQ8_0: quantize_row_q8_0(src, dst, cols); break;
       case DType::kQ4_0: quantize_row_q4_0(src, dst, cols); break;
+      case DType::kQ4_K: quantize_row_q4_k(src, dst, cols); break;
+      case DType::kQ6_K: quantize_row_q6_k(src, dst, cols); break;
       case DType::kI8:
         q.scales.push_back(quantize_row_i8(src, reinterpret_cast<int8_t*>(dst), cols));
         break;
@@ -91,6 +93,11 @@ TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
   // multiples of 32, odd block counts included.
   std::vector<Shape> shapes = {{1, 1, 32}, {1, 7, 96}, {3, 13, 160}, {5, 33, 64}, {8, 64, 256},
                                {17, 21, 352}, {64, 40, 128}, {2, 300, 512}};
+  // k-quants: whole super-blocks of 256 (a single 256-wide output is too few
+  // for the 2e-2 bound against the exact product below, a ratio of random values).
+  if (dtype_is_kquant(dtype))
+    shapes = {{1, 4, 256}, {1, 7, 512}, {3, 13, 768}, {5, 33, 256}, {8, 64, 512}, {17, 21, 1280}, {64, 40, 256},
+              {2, 300, 512}};
   // Float formats also: odd widths, rows that end in partial 16-row groups
   // and in packed f16 panels of 1 or 2 groups (70 rows: 3 + 2, 120: 3 + 3 + 2,
   // 50: 3 + 1; the thread split cuts panels of 300 rows), and token
@@ -119,11 +126,12 @@ TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
       std::vector<float> yp(ref.size(), NAN);
       matmul(pool, x.data(), packed, bias.data(), yp.data(), s.tokens, isa);
       // Packed quantized weights: the same instructions on the same values, so
-      // the same bits; packed bf16 sums in another order, and with AVX512-BF16
+      // the same bits (k-quants: unpacked, they go to the scalar reference,
+      // which sums each block in another order); packed bf16 sums in another order, and with AVX512-BF16
       // multiplies activations rounded to bf16: exact to f32 sums against the
       // scalar product of the rounded activations, within 2^-9 per element of
       // the unrounded one (~2e-3 of the largest output at these sizes).
-      if (quantized) {
+      if (quantized && !dtype_is_kquant(dtype)) {
         EXPECT_EQ(yp, y) << dtype_name(dtype) << " packed, tokens " << s.tokens << " rows " << s.rows << " cols "
                          << s.cols;
       } else if (dtype == DType::kBF16 && bf16_dot_supported()) {
@@ -163,7 +171,7 @@ TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
   const DType dtype = GetParam();
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  const int64_t tokens = 20, rows = 70, cols = 352;
+  const int64_t tokens = 20, rows = 70, cols = dtype_is_kquant(dtype) ? 512 : 352;
   std::vector<float> wf(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(tokens * cols));
   for (float& v : wf) v = u(rng);
   for (float& v : x) v = u(rng);
@@ -188,7 +196,7 @@ TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, MatmulTest,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                                           DType::kI8),
+                                           DType::kI8, DType::kQ4_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(MatmulTest, SharedInputTargets) {
@@ -251,6 +259,67 @@ TEST(MatmulTest, PackedTargetsSplitInsideGroups) {
       const WeightMatrix& ref_w = dtype_is_quantized(dtypes[i]) ? ms[i].w : packed[i];
       matmul(pool, x.data(), ref_w, nullptr, refs[i].data(), tokens, Isa::kAvx512);
       EXPECT_EQ(ys[i], refs[i]) << dtype_name(dtypes[i]) << " tokens " << tokens;
+    }
+  }
+}
+
+// k-quant targets (packed only on AVX-512) split inside a group: each target
+// gives the bits it gives alone.
+TEST(MatmulTest, PackedKquantTargetsSplitInsideGroups) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "packed weights are read by the AVX-512 kernels only";
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool(2);
+  const int64_t cols = 512, rows[] = {40, 25, 23};
+  const DType dtypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ4_K};
+  for (int64_t tokens : {1, 5, 9}) {
+    std::vector<float> x(static_cast<size_t>(tokens * cols));
+    for (float& v : x) v = u(rng);
+    std::vector<Quantized> ms(std::size(rows));
+    std::vector<WeightMatrix> packed;
+    std::vector<std::vector<float>> ys;
+    std::vector<MatmulTarget> targets;
+    for (size_t i = 0; i < std::size(rows); ++i) {
+      std::vector<float> wf(static_cast<size_t>(rows[i] * cols));
+      for (float& v : wf) v = u(rng);
+      ms[i] = make_matrix(dtypes[i], wf, rows[i], cols);
+      packed.push_back(ms[i].with_packed());
+      ys.emplace_back(static_cast<size_t>(tokens * rows[i]), NAN);
+    }
+    for (size_t i = 0; i < std::size(rows); ++i) targets.push_back({&packed[i], nullptr, ys[i].data()});
+    matmul(pool, x.data(), tokens, targets, Isa::kAvx512);
+    for (size_t i = 0; i < std::size(rows); ++i) {
+      std::vector<float> alone(ys[i].size());
+      matmul(pool, x.data(), packed[i], nullptr, alone.data(), tokens, Isa::kAvx512);
+      EXPECT_EQ(ys[i], alone) << dtype_name(dtypes[i]) << " tokens " << tokens;
+    }
+  }
+}
+
+// Q4_K: each value within one step of its block (range / 15) plus the
+// 6-bit rounding of the block's scale and min; Q6_K: within one step
+// (max |x| of its 16 values / 31, the int8 scale rounded) of the value.
+TEST(QuantizeTest, KquantRoundTripWithinOneStep) {
+  std::vector<float> x(512);
+  for (int i = 0; i < 512; ++i) x[static_cast<size_t>(i)] = std::sin(0.37f * static_cast<float>(i)) * (1 + i % 7);
+  for (DType dtype : {DType::kQ4_K, DType::kQ6_K}) {
+    std::vector<uint8_t> q(static_cast<size_t>(*dtype_bytes(dtype, 512)));
+    if (dtype == DType::kQ4_K) quantize_row_q4_k(x.data(), q.data(), 512);
+    else quantize_row_q6_k(x.data(), q.data(), 512);
+    std::vector<float> back(512);
+    dtype_to_f32(dtype, q.data(), back.data(), 512);
+    const int block = dtype == DType::kQ4_K ? 32 : 16;
+    for (int b = 0; b < 512 / block; ++b) {
+      float lo = 0.0f, hi = 0.0f;
+      for (int i = 0; i < block; ++i) {
+        lo = std::min(lo, x[static_cast<size_t>(b * block + i)]);
+        hi = std::max(hi, x[static_cast<size_t>(b * block + i)]);
+      }
+      const float step = dtype == DType::kQ4_K ? (hi - lo) / 15 : std::max(hi, -lo) / 31;
+      for (int i = 0; i < block; ++i) {
+        const size_t k = static_cast<size_t>(b * block + i);
+        EXPECT_NEAR(back[k], x[k], step) << dtype_name(dtype) << " value " << k;
+      }
     }
   }
 }

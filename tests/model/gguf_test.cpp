@@ -236,16 +236,17 @@ TEST(GgufTest, HugeStringLengthAndArrayCount) {
 
 TEST(GgufTest, BadTensorInfos) {
   GgufWriter w;
-  w.add_tensor("blk.0.attn_k.weight", {32, 2}, 12, std::string(288, '\0'));
-  std::string msg = error_of("q4k.gguf", w.build(), StatusCode::kUnimplemented);
+  w.add_tensor("blk.0.attn_k.weight", {256, 2}, 13, std::string(352, '\0'));
+  std::string msg = error_of("q5k.gguf", w.build(), StatusCode::kUnimplemented);
   EXPECT_NE(msg.find("blk.0.attn_k.weight"), std::string::npos);
-  EXPECT_NE(msg.find("Q4_K"), std::string::npos);
+  EXPECT_NE(msg.find("Q5_K"), std::string::npos);
 
   struct Case { const char* file; std::vector<uint64_t> ne; uint32_t type; const char* expect; };
   const Case cases[] = {
       {"dim0.gguf", {4, 0}, 0, "dimension 0"},
       {"dims5.gguf", {1, 1, 1, 1, 1}, 0, "5 dims"},
       {"qrow.gguf", {16, 2}, 8, "multiple of"},
+      {"q4krow.gguf", {32, 2}, 12, "multiple of"},  // k-quant rows are whole super-blocks of 256
       {"overflow.gguf", {1ull << 32, 1ull << 32}, 0, "overflow"},
       {"big.gguf", {1ull << 20}, 0, "past the data section"},
   };

@@ -4,12 +4,13 @@
 # interleaved, ROUNDS rounds.
 #   DBS: label=decode_bench pairs, run one after the other (copies of the
 #        binaries, so rebuilds during the run do not touch them)
-#   FORMATS: which of q8_0 q4_0 bf16 f16 int8
+#   FORMATS: which of q8_0 q4_0 q4_k q6_k bf16 f16 int8
 #   M: the file prefix, l1b (default) or l110m
 #   LB: llama-bench (bench/run_llama_cpp_compare.sh build)
 # GGUFs written first with
 #   zerolayer convert --model dummy:llama-1b --quantization q8_0 --out /tmp/l1b.q8_0.gguf
 #   zerolayer convert --model dummy:llama-1b --quantization q4_0 --out /tmp/l1b.q4_0.gguf
+#   zerolayer convert --model dummy:llama-1b --quantization q4_k --out /tmp/l1b.q4_k.gguf (q6_k alike)
 #   zerolayer convert --model dummy:llama-1b --dtype bf16 --out /tmp/l1b.bf16.gguf
 #   zerolayer convert --model dummy:llama-1b --dtype f16 --out /tmp/l1b.f16.gguf
 # (and the same with dummy:llama-110m into /tmp/l110m.*.gguf)

@@ -78,6 +78,7 @@ namespace {
 struct ActScratch {
   std::vector<int8_t> q;
   std::vector<float> d, ds;
+  std::vector<int32_t> sum16;  // Q6_K only
 };
 
 // Rows per cache block: the weight rows one token sweep re-reads stay in L2
@@ -99,11 +100,12 @@ void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<cons
   in.num_tokens = num_tokens;
   in.cols = cols;
   int64_t total_rows = 0;
-  bool any_quantized = false, any_packed_bf16 = false;
+  bool any_quantized = false, any_packed_bf16 = false, any_q6_k = false;
   for (const MatmulTarget& t : targets) {
     CHECK(t.w->cols == cols) << "matmul targets must share the input width";
     total_rows += t.w->rows;
     any_quantized |= dtype_is_quantized(t.w->dtype);
+    any_q6_k |= t.w->dtype == DType::kQ6_K;
     any_packed_bf16 |= t.w->dtype == DType::kBF16 && t.w->packed != nullptr;
   }
   if (any_quantized) {
@@ -119,6 +121,11 @@ void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<cons
     in.xq = scratch.q.data();
     in.xd = scratch.d.data();
     in.xds = scratch.ds.data();
+    if (any_q6_k) {
+      if (scratch.sum16.size() < n / 16) scratch.sum16.resize(n / 16);
+      half_block_sums(scratch.q.data(), num_tokens, cols, scratch.sum16.data());
+      in.xsum16 = scratch.sum16.data();
+    }
   }
 
   // Packed bf16 on AVX512-BF16 multiplies bf16 activations: converted here once

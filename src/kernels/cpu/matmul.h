@@ -1,7 +1,7 @@
 // Matrix products for linear layers: y = x · Wᵀ (+ b), with W stored as
 // PyTorch stores a Linear weight, [out_features, in_features], in any weight
-// format (f32, f16, bf16 as stored; GGUF Q8_0 / Q4_0 blocks; int8 with a scale
-// per row). Float formats are widened in registers and multiplied with the f32
+// format (f32, f16, bf16 as stored; GGUF Q8_0 / Q4_0 blocks and Q4_K / Q6_K
+// super-blocks; int8 with a scale per row). Float formats are widened in registers and multiplied with the f32
 // activations (exact products, f32 sums), except packed bf16 on AVX512-BF16
 // (bf16_dot_supported below). Quantized formats multiply int8
 // weights with activations quantized to int8 blocks of 32 (as llama.cpp does):
@@ -28,9 +28,9 @@ struct WeightMatrix {
   DType dtype = DType::kF32;
   const void* data = nullptr;      // [rows, row_bytes()]
   int64_t rows = 0;                // out_features
-  int64_t cols = 0;                // in_features; a multiple of 32 for Q8_0, Q4_0, I8
+  int64_t cols = 0;                // in_features; a multiple of 32 for Q8_0, Q4_0, I8; of 256 for Q4_K, Q6_K
   const float* scales = nullptr;   // [rows], I8 only
-  // Optional copy of a bf16 / f16 / Q8_0 / Q4_0 / I8 matrix in the packed layout below,
+  // Optional copy of a bf16 / f16 / Q8_0 / Q4_0 / I8 / Q4_K / Q6_K matrix in the packed layout below,
   // which the AVX-512 kernels stream instead of `data` (that stays valid).
   const uint8_t* packed = nullptr;
 
@@ -55,6 +55,12 @@ namespace cpu {
 //          Q4_0:      4 vectors, vector m lane i = stored bytes 4m..4m+3 (low nibbles:
 //                     elements 4m.., high nibbles: elements 4m+16..);
 //   scales [G, B, 16] f16 block scales (Q8_0, Q4_0; I8 keeps WeightMatrix::scales).
+// Q4_K and Q6_K (S = cols / 256 super-blocks) keep their integer scales:
+//   codes  as Q4_0 (Q4_K: the codes 0..15 as nibbles) or as Q8_0 (Q6_K: codes + 32);
+//   scales [G, S, 320 bytes] (Q4_K): 16 lanes of f16 d, 16 of f16 dmin, then
+//          [8 blocks, 16 lanes] 6-bit scales and [8, 16] 6-bit mins, a byte each;
+//          [G, S, 288 bytes] (Q6_K): 16 lanes of f16 d, then [16 half blocks,
+//          16 lanes] int8 scales.
 // bf16 (C = ceil(cols / 2) column pairs): [G, C, 16 lanes of 4 bytes], lane i of
 // vector c = row 16g + i's columns 2c, 2c + 1 as stored (a missing last column: 0).
 // f16: groups in panels of 3 (kF16PanelGroups; the last panel holds the 1-3

@@ -161,6 +161,8 @@ TileKernel tile_kernel_avx2(DType dtype) {
     case DType::kQ8_0: return tile<DType::kQ8_0>;
     case DType::kQ4_0: return tile<DType::kQ4_0>;
     case DType::kI8: return tile<DType::kI8>;
+    case DType::kQ4_K:
+    case DType::kQ6_K: break;  // the scalar reference (no AVX2 k-quant kernel yet)
   }
   return nullptr;
 }

@@ -242,7 +242,9 @@ TileKernel tile_kernel_avx512(DType dtype) {
     case DType::kBF16: return tile<DType::kBF16>;
     case DType::kQ8_0:
     case DType::kQ4_0:
-    case DType::kI8: return tile_kernel_avx512_quant(dtype);
+    case DType::kI8:
+    case DType::kQ4_K:
+    case DType::kQ6_K: return tile_kernel_avx512_quant(dtype);
   }
   return nullptr;
 }

@@ -1,4 +1,5 @@
-// AVX-512 VNNI tile kernels for the quantized formats (Q8_0, Q4_0, I8),
+// AVX-512 VNNI tile kernels for the quantized formats (Q8_0, Q4_0, I8, and
+// packed Q4_K, Q6_K),
 // row-interleaved: each vector lane belongs to one of 16 weight rows, so a
 // block's scale multiplies 16 rows at once and no horizontal sum is needed.
 //
@@ -11,6 +12,13 @@
 //   so sum_j code_ij * q_j = D_i - 128 * sum_j q_j, and per block
 //   acc_i += d_w,i * (d_x * float(D_i) - 128 * d_x * sum(q))   (I8: no d_w;
 //   its row scale multiplies the sum at the end).
+// The k-quants keep their scales per block (Q4_K: d * sc and a min dmin * m)
+// or half block (Q6_K: d * sc for each 16 values), products that are exact
+// in f32; per block
+//   Q4_K: u = 16 * code (0..15), no offset:  acc_i += (d * sc / 16) * (d_x * D_i) - min_i * d_x * sum(q)
+//   Q6_K: u = code + 32, per half h:         acc_i += (d * sc_h) * d_x * float(D_ih - 32 * sum_h(q))
+// (the integer corrections exact). They are read packed only; an unpacked
+// k-quant matrix goes to the scalar reference.
 // Rows come from the packed layout of matmul.h when the matrix has one (v[k]
 // as stored there: one sequential stream, nothing to transpose), otherwise
 // straight from the stored blocks, transposed in registers (decode: each
@@ -39,6 +47,12 @@ static_assert(kGroup == kPackRows);
 
 template <DType D>
 constexpr int64_t kBlockBytes = D == DType::kQ8_0 ? 34 : D == DType::kQ4_0 ? 18 : 32;
+
+// A block's weight scales per lane: dw (k-quants: of the first half block),
+// hi (Q6_K: of the second half), min (Q4_K).
+struct BlockScales {
+  __m512 dw, hi, min;
+};
 
 // 8 x 8 transpose of 32-bit words in each 256-bit half: r[j] holds row j in
 // its low half and row j + 8 in its high half; out[k] lane i = word k of row i.
@@ -124,12 +138,12 @@ struct StoredRows {
                                        _mm512_set1_epi32(static_cast<int>(w.row_bytes())));
   }
   template <int T>
-  ZL_AVX512 void block(int64_t b, __m512i* v, __m512* dw) const {
+  ZL_AVX512 void block(int64_t b, __m512i* v, BlockScales* s) const {
     // Decoding reads 16 short streams; start each one 4 blocks ahead.
     if constexpr (T < 4)
       for (int i = 0; i < kGroup; ++i)
         _mm_prefetch(reinterpret_cast<const char*>(row[i] + (b + 4) * kBlockBytes<D>), _MM_HINT_T0);
-    load_block<D>(row, scale_offsets, b, v, dw);
+    load_block<D>(row, scale_offsets, b, v, &s->dw);
   }
 };
 
@@ -138,16 +152,21 @@ template <DType D>
 struct PackedRows {
   const uint8_t* codes = nullptr;    // this group's [num_blocks, packed_code_bytes(D)]
   const uint16_t* scales = nullptr;  // this group's [num_blocks, 16] f16 (Q8_0, Q4_0)
+  const uint8_t* kscales = nullptr;  // this group's [num_blocks / 8, packed_kscale_bytes(D)] (k-quants)
   ZL_AVX512 void at_group(const WeightMatrix& w, int64_t group) {
     const int64_t num_blocks = w.cols / 32, num_groups = (w.rows + kGroup - 1) / kGroup;
     codes = w.packed + group * num_blocks * packed_code_bytes(D);
-    scales = reinterpret_cast<const uint16_t*>(w.packed + num_groups * num_blocks * packed_code_bytes(D)) +
-             group * num_blocks * kGroup;
+    const uint8_t* after_codes = w.packed + num_groups * num_blocks * packed_code_bytes(D);
+    if constexpr (dtype_is_kquant(D)) {
+      kscales = after_codes + group * (num_blocks / 8) * packed_kscale_bytes(D);
+    } else {
+      scales = reinterpret_cast<const uint16_t*>(after_codes) + group * num_blocks * kGroup;
+    }
   }
   template <int T>
-  ZL_AVX512 void block(int64_t b, __m512i* v, __m512* dw) const {
+  ZL_AVX512 void block(int64_t b, __m512i* v, BlockScales* s) const {
     const uint8_t* e = codes + b * packed_code_bytes(D);
-    if constexpr (D == DType::kQ4_0) {
+    if constexpr (D == DType::kQ4_0 || D == DType::kQ4_K) {
       // As load_block: low nibbles times 16 for elements 4m.., high nibbles for 4m + 16..
       const __m512i high = _mm512_set1_epi8(static_cast<char>(0xf0));
       for (int m = 0; m < 4; ++m) {
@@ -158,9 +177,28 @@ struct PackedRows {
     } else {
       for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(e + 64 * k);
     }
-    if constexpr (D != DType::kI8) {
-      *dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * kGroup)));
-      if constexpr (D == DType::kQ4_0) *dw = _mm512_mul_ps(*dw, _mm512_set1_ps(1.0f / 16.0f));
+    if constexpr (dtype_is_kquant(D)) {
+      load_kscales(b, s);
+    } else if constexpr (D != DType::kI8) {
+      s->dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * kGroup)));
+      if constexpr (D == DType::kQ4_0) s->dw = _mm512_mul_ps(s->dw, _mm512_set1_ps(1.0f / 16.0f));
+    }
+  }
+  // The integer scales of block b times the super-block's f16 d (exact).
+  ZL_AVX512 void load_kscales(int64_t b, BlockScales* s) const {
+    const uint8_t* e = kscales + b / 8 * packed_kscale_bytes(D);
+    const int64_t j = b % 8;
+    auto bytes = [&](int64_t at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(e + at)); };
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e)));
+    if constexpr (D == DType::kQ4_K) {
+      const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes(64 + 16 * j)));
+      const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes(192 + 16 * j)));
+      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + 32)));
+      s->dw = _mm512_mul_ps(_mm512_mul_ps(d, sc), _mm512_set1_ps(1.0f / 16.0f));
+      s->min = _mm512_mul_ps(dmin, m);
+    } else {
+      s->dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(32 + 32 * j))));
+      s->hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(48 + 32 * j))));
     }
   }
 };
@@ -171,12 +209,28 @@ constexpr int64_t kPanelEntry = 9 * 64;
 struct PanelRows {
   const uint8_t* blocks;  // this group's [num_blocks, kPanelEntry]
   template <int T>
-  ZL_AVX512 void block(int64_t b, __m512i* v, __m512* dw) const {
+  ZL_AVX512 void block(int64_t b, __m512i* v, BlockScales* s) const {
     const uint8_t* e = blocks + b * kPanelEntry;
     for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(e + 64 * k);
-    *dw = _mm512_load_ps(e + 8 * 64);
+    s->dw = _mm512_load_ps(e + 8 * 64);
   }
 };
+
+// One Q6_K block of 16 rows (v: codes + 32) against one token's codes xq:
+// each half's integer dot, less 32 times the half's sum(q) (exact), scaled.
+ZL_AVX512 inline __m512 q6_k_block(const __m512i* v, const BlockScales& s, const uint8_t* xq, const int32_t* sum16,
+                                   __m512 dx, __m512 acc) {
+  __m512i d0 = _mm512_set1_epi32(-32 * sum16[0]), d1 = _mm512_set1_epi32(-32 * sum16[1]);
+  for (int k = 0; k < 4; ++k) {
+    int32_t x0, x1;
+    std::memcpy(&x0, xq + 4 * k, 4);
+    std::memcpy(&x1, xq + 4 * k + 16, 4);
+    d0 = _mm512_dpbusd_epi32(d0, v[k], _mm512_set1_epi32(x0));
+    d1 = _mm512_dpbusd_epi32(d1, v[k + 4], _mm512_set1_epi32(x1));
+  }
+  acc = _mm512_fmadd_ps(s.dw, _mm512_mul_ps(_mm512_cvtepi32_ps(d0), dx), acc);
+  return _mm512_fmadd_ps(s.hi, _mm512_mul_ps(_mm512_cvtepi32_ps(d1), dx), acc);
+}
 
 // G groups of 16 rows (src[g]) from row r0 on x tokens t0.. t0+T-1; rows
 // outside [row_lo, row_end) are computed but not stored.
@@ -189,14 +243,18 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
     for (int t = 0; t < T; ++t) acc[g][t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < num_blocks; ++b) {
     __m512i v[G][8];
-    __m512 dw[G];
-    for (int g = 0; g < G; ++g) src[g].template block<T>(b, v[g], &dw[g]);
+    BlockScales s[G];
+    for (int g = 0; g < G; ++g) src[g].template block<T>(b, v[g], &s[g]);
     for (int t = 0; t < T; ++t) {
       const int64_t tok = t0 + t;
       const uint8_t* xq = reinterpret_cast<const uint8_t*>(in.xq + tok * n + b * 32);
       const __m512 dx = _mm512_set1_ps(in.xd[tok * num_blocks + b]);
-      const __m512 cx = _mm512_set1_ps(128.0f * in.xds[tok * num_blocks + b]);
+      const float xds = in.xds[tok * num_blocks + b];
       for (int g = 0; g < G; ++g) {
+        if constexpr (D == DType::kQ6_K) {
+          acc[g][t] = q6_k_block(v[g], s[g], xq, in.xsum16 + (tok * num_blocks + b) * 2, dx, acc[g][t]);
+          continue;
+        }
         // Two integer chains (exact: the order of integer sums does not matter).
         __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
         for (int k = 0; k < 8; k += 2) {
@@ -206,8 +264,14 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
           d0 = _mm512_dpbusd_epi32(d0, v[g][k], _mm512_set1_epi32(x0));
           d1 = _mm512_dpbusd_epi32(d1, v[g][k + 1], _mm512_set1_epi32(x1));
         }
-        __m512 f = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), dx, cx);
-        acc[g][t] = D == DType::kI8 ? _mm512_add_ps(acc[g][t], f) : _mm512_fmadd_ps(dw[g], f, acc[g][t]);
+        const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1));
+        if constexpr (D == DType::kQ4_K) {
+          const __m512 scaled = _mm512_fmadd_ps(s[g].dw, _mm512_mul_ps(dot, dx), acc[g][t]);
+          acc[g][t] = _mm512_fnmadd_ps(s[g].min, _mm512_set1_ps(xds), scaled);
+        } else {
+          const __m512 f = _mm512_fmsub_ps(dot, dx, _mm512_set1_ps(128.0f * xds));
+          acc[g][t] = D == DType::kI8 ? _mm512_add_ps(acc[g][t], f) : _mm512_fmadd_ps(s[g].dw, f, acc[g][t]);
+        }
       }
     }
   }
@@ -231,16 +295,18 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
       PackedRows<D> src[G];
       for (int g = 0; g < G; ++g) src[g].at_group(w, r0 / kGroup + g);
       micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy);
-    } else if (panel != nullptr) {
-      PanelRows src[G];
-      for (int g = 0; g < G; ++g) src[g].blocks = panel + ((r0 - row_begin) / kGroup + g) * entry_bytes;
-      micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
-    } else if constexpr (G == 2) {
-      const StoredRows<D> src[2] = {StoredRows<D>(w, r0, row_end), StoredRows<D>(w, r0 + kGroup, row_end)};
-      micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
-    } else {
-      const StoredRows<D> src[1] = {StoredRows<D>(w, r0, row_end)};
-      micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
+    } else if constexpr (!dtype_is_kquant(D)) {  // k-quants are read packed only
+      if (panel != nullptr) {
+        PanelRows src[G];
+        for (int g = 0; g < G; ++g) src[g].blocks = panel + ((r0 - row_begin) / kGroup + g) * entry_bytes;
+        micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
+      } else if constexpr (G == 2) {
+        const StoredRows<D> src[2] = {StoredRows<D>(w, r0, row_end), StoredRows<D>(w, r0 + kGroup, row_end)};
+        micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
+      } else {
+        const StoredRows<D> src[1] = {StoredRows<D>(w, r0, row_end)};
+        micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
+      }
     }
   };
   // Packed groups start at multiples of 16 rows; the rows before row_begin
@@ -298,6 +364,13 @@ ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_be
   }
 }
 
+template <DType D>
+ZL_AVX512 void tile_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                           float* y, int64_t ldy) {
+  if (w.packed == nullptr) return tile_kernel_scalar(D)(w, in, row_begin, row_end, y, ldy);
+  token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+}
+
 }  // namespace
 
 TileKernel tile_kernel_avx512_quant(DType dtype) {
@@ -305,6 +378,8 @@ TileKernel tile_kernel_avx512_quant(DType dtype) {
     case DType::kQ8_0: return tile<DType::kQ8_0>;
     case DType::kQ4_0: return tile<DType::kQ4_0>;
     case DType::kI8: return tile<DType::kI8>;
+    case DType::kQ4_K: return tile_kquant<DType::kQ4_K>;
+    case DType::kQ6_K: return tile_kquant<DType::kQ6_K>;
     default: return nullptr;
   }
 }

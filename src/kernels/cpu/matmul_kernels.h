@@ -15,6 +15,7 @@ struct MatmulInput {
   const int8_t* xq = nullptr;  // [num_tokens, cols] int8 (quantized formats)
   const float* xd = nullptr;   // [num_tokens, cols / 32] block scales
   const float* xds = nullptr;  // [num_tokens, cols / 32] scale * sum(q) per block
+  const int32_t* xsum16 = nullptr;  // [num_tokens, cols / 16] sum(q) per half block (Q6_K)
   // [num_tokens, ceil(cols / 2)] bf16 pairs (packed bf16 weights on AVX512-BF16)
   const uint32_t* xbf16 = nullptr;
   int64_t num_tokens = 0;
@@ -29,7 +30,7 @@ TileKernel tile_kernel(Isa isa, DType dtype);
 TileKernel tile_kernel_scalar(DType dtype);
 TileKernel tile_kernel_avx2(DType dtype);
 TileKernel tile_kernel_avx512(DType dtype);
-TileKernel tile_kernel_avx512_quant(DType dtype);  // Q8_0, Q4_0, I8
+TileKernel tile_kernel_avx512_quant(DType dtype);  // Q8_0, Q4_0, I8, Q4_K, Q6_K
 // Packed f16 (matmul.h) on AVX-512, the tile kernel for f16 matrices that
 // have a packed copy (matmul_avx512_f16.cpp).
 void packed_f16_tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
@@ -45,7 +46,10 @@ void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, fl
 // Groups of 16 rows per panel of packed f16 (see matmul.h).
 constexpr int64_t kF16PanelGroups = 3;
 // Packed code bytes per group of 16 rows and block (see matmul.h).
-inline int64_t packed_code_bytes(DType d) { return d == DType::kQ4_0 ? 4 * 64 : 8 * 64; }
+inline int64_t packed_code_bytes(DType d) { return d == DType::kQ4_0 || d == DType::kQ4_K ? 4 * 64 : 8 * 64; }
+// Packed scale bytes per group of 16 rows and 256-value super-block of a
+// k-quant (see matmul.h).
+inline int64_t packed_kscale_bytes(DType d) { return d == DType::kQ4_K ? 320 : 288; }
 
 // Lanes of the packed group of rows [rg, rg + 16) that a tile of rows
 // [row_lo, row_end) stores (a __mmask16): groups cut by the tile's edges are
@@ -55,6 +59,9 @@ inline uint16_t group_store_mask(int64_t rg, int64_t row_lo, int64_t row_end) {
   return static_cast<uint16_t>(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
 
-inline bool dtype_is_quantized(DType d) { return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8; }
+constexpr bool dtype_is_kquant(DType d) { return d == DType::kQ4_K || d == DType::kQ6_K; }
+constexpr bool dtype_is_quantized(DType d) {
+  return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8 || dtype_is_kquant(d);
+}
 
 }  // namespace zl::cpu

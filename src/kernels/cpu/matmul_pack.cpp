@@ -16,6 +16,8 @@ int64_t packed_bytes(const WeightMatrix& w) {
   if (w.dtype == DType::kF16) return groups * w.cols * 32;
   if (!dtype_is_quantized(w.dtype)) return 0;
   const int64_t blocks = w.cols / 32;
+  if (dtype_is_kquant(w.dtype))
+    return groups * (blocks * packed_code_bytes(w.dtype) + w.cols / 256 * packed_kscale_bytes(w.dtype));
   const int64_t scale_bytes = w.dtype == DType::kI8 ? 0 : kPackRows * 2;
   return groups * blocks * (packed_code_bytes(w.dtype) + scale_bytes);
 }
@@ -42,11 +44,57 @@ void pack_lanes(const WeightMatrix& w, uint8_t* dst) {
   }
 }
 
+// Lane `lane` of super-block sb's scales (matmul.h): Q4_K d, dmin, then the
+// blocks' scales and mins; Q6_K d, then the half blocks' scales.
+void pack_kscales(const WeightMatrix& w, const uint8_t* superblock, int64_t lane, uint8_t* e) {
+  uint8_t sc[16], mins[8];
+  uint16_t d_bits[2];
+  kquant_scales(w.dtype, superblock, sc, mins, d_bits);
+  std::memcpy(e + 2 * lane, &d_bits[0], 2);
+  if (w.dtype == DType::kQ4_K) {
+    std::memcpy(e + 32 + 2 * lane, &d_bits[1], 2);
+    for (int j = 0; j < 8; ++j) {
+      e[64 + 16 * j + lane] = sc[j];
+      e[192 + 16 * j + lane] = mins[j];
+    }
+  } else {
+    for (int k = 0; k < 16; ++k) e[32 + 16 * k + lane] = sc[k];
+  }
+}
+
+// Codes of each block as the kernels read them (Q4_K like Q4_0, Q6_K like
+// Q8_0 with codes + 32), scales per super-block.
+void pack_kquant(const WeightMatrix& w, uint8_t* dst) {
+  const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32, supers = w.cols / 256;
+  const int64_t code_bytes = packed_code_bytes(w.dtype), kscale_bytes = packed_kscale_bytes(w.dtype);
+  uint8_t* scales = dst + groups * blocks * code_bytes;  // [G, S, kscale_bytes]
+  std::memset(dst, 0, static_cast<size_t>(packed_bytes(w)));
+  int8_t codes[32];
+  float unused_scale[2], unused_min;
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const int64_t g = r / kPackRows, lane = r % kPackRows;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* superblock = w.row(r) + b / 8 * dtype_block_bytes(w.dtype);
+      if (b % 8 == 0) pack_kscales(w, superblock, lane, scales + (g * supers + b / 8) * kscale_bytes);
+      kquant_block(w.dtype, superblock, static_cast<int>(b % 8), codes, unused_scale, &unused_min);
+      uint8_t* v = dst + (g * blocks + b) * code_bytes + 4 * lane;  // lane's word in vector 0
+      for (int j = 0; j < 32; ++j) {
+        if (w.dtype == DType::kQ4_K) {
+          if (j < 16) v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(codes[j] | codes[j + 16] << 4);
+        } else {
+          v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(codes[j] + 32);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
   if (w.dtype == DType::kBF16) return pack_lanes<4, 1>(w, dst);
   if (w.dtype == DType::kF16) return pack_lanes<2, kF16PanelGroups>(w, dst);
+  if (dtype_is_kquant(w.dtype)) return pack_kquant(w, dst);
   CHECK(dtype_is_quantized(w.dtype) && w.cols % 32 == 0) << "no packed layout for " << dtype_name(w.dtype);
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
   const int64_t code_bytes = packed_code_bytes(w.dtype);

@@ -2,7 +2,8 @@
 // kernels are tested against. Float formats: f32 sums of exact products.
 // Quantized formats: per block of 32, the exact integer dot of weight and
 // activation codes, scaled by both block scales (I8: by the activation block
-// scale, then the row scale at the end).
+// scale, then the row scale at the end; k-quants: each half block's integer
+// dot by its weight scale, less the block's min times the activations' sum).
 #include <cstring>
 #include <vector>
 
@@ -56,11 +57,33 @@ void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, fl
 
 namespace {
 
+// Block b of 32 of a k-quant row against each token:
+//   y += d_x * (scale_0 * dot(codes[0:16], q[0:16]) + scale_1 * dot(codes[16:], q[16:])) - min * d_x * sum(q).
+void kquant_block_dot(const WeightMatrix& w, const MatmulInput& in, int64_t r, int64_t b, float* y, int64_t ldy) {
+  const int64_t num_blocks = w.cols / 32;
+  int8_t codes[32];
+  float scale[2], min;
+  kquant_block(w.dtype, w.row(r) + b / 8 * dtype_block_bytes(w.dtype), static_cast<int>(b % 8), codes, scale, &min);
+  for (int64_t t = 0; t < in.num_tokens; ++t) {
+    const int8_t* xq = in.xq + t * in.cols + b * 32;
+    int32_t dot[2] = {0, 0};
+    for (int j = 0; j < 32; ++j) dot[j / 16] += int32_t{codes[j]} * xq[j];
+    const float dx = in.xd[t * num_blocks + b];
+    y[t * ldy + r] += dx * (scale[0] * static_cast<float>(dot[0]) + scale[1] * static_cast<float>(dot[1])) -
+                      min * in.xds[t * num_blocks + b];
+  }
+}
+
 void tile_quantized(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
   const int64_t num_blocks = w.cols / 32;
   int8_t codes[32];
   for (int64_t r = row_begin; r < row_end; ++r) {
+    if (dtype_is_kquant(w.dtype)) {
+      for (int64_t t = 0; t < in.num_tokens; ++t) y[t * ldy + r] = 0.0f;
+      for (int64_t b = 0; b < num_blocks; ++b) kquant_block_dot(w, in, r, b, y, ldy);
+      continue;
+    }
     for (int64_t t = 0; t < in.num_tokens; ++t) y[t * ldy + r] = 0.0f;
     for (int64_t b = 0; b < num_blocks; ++b) {
       float dw;

@@ -13,6 +13,12 @@ namespace zl::cpu {
 // src: [n], n a multiple of 32; dst: n / 32 blocks of 34 (Q8_0) or 18 (Q4_0) bytes.
 void quantize_row_q8_0(const float* src, uint8_t* dst, int64_t n);
 void quantize_row_q4_0(const float* src, uint8_t* dst, int64_t n);
+// src: [n], n a multiple of 256; dst: n / 256 super-blocks of 144 (Q4_K) or
+// 210 (Q6_K) bytes (layouts: core/dtype.h). Plain round-to-nearest from each
+// block's range: valid files that llama.cpp reads, not bit-identical to
+// llama-quantize's (which searches scales to minimise the error).
+void quantize_row_q4_k(const float* src, uint8_t* dst, int64_t n);
+void quantize_row_q6_k(const float* src, uint8_t* dst, int64_t n);
 // Symmetric int8: scale = max|x| / 127, q = round(x / scale). Returns the scale.
 float quantize_row_i8(const float* src, int8_t* dst, int64_t n);
 
@@ -22,5 +28,7 @@ float quantize_row_i8(const float* src, int8_t* dst, int64_t n);
 //   correction (see matmul_avx512.cpp). Round-to-nearest-even, so every
 //   implementation gives the same bytes.
 void quantize_activations(const float* x, int64_t num_rows, int64_t n, int8_t* q, float* d, float* ds);
+// sums: [num_rows, n / 16], the sum of each 16 codes of q (Q6_K's half blocks).
+void half_block_sums(const int8_t* q, int64_t num_rows, int64_t n, int32_t* sums);
 
 }  // namespace zl::cpu
