@@ -9,33 +9,15 @@
 
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 
 #include "model/gguf_export.h"
-#include "model/llama.h"
-#include "model/model_loader.h"
+#include "prompt_logits.h"
 
 namespace zl {
 namespace {
 
 std::vector<float> prompt_logits(const std::string& spec, const WeightFormat& format) {
-  LoadOptions options;
-  options.weight_format = format;
-  auto source = open_model(spec, options);
-  EXPECT_TRUE(source.ok()) << source.status().to_string();
-  auto weights = load_model_weights(*source);
-  EXPECT_TRUE(weights.ok()) << weights.status().to_string();
-  ThreadPool pool(2);
-  LlamaModel model(source->config, *weights, pool, 16);
-  auto cache = KvCache::create(source->config, 4, 16);
-  std::vector<int32_t> tokens = {256, 72, 101, 108, 108, 111, 300, 511};
-  std::vector<int32_t> blocks = {2, 0};
-  std::vector<int32_t> rows(tokens.size());
-  std::iota(rows.begin(), rows.end(), 0);
-  SeqChunk chunk{0, static_cast<int32_t>(tokens.size()), 0, blocks};
-  std::vector<float> logits(tokens.size() * static_cast<size_t>(source->config.vocab_size));
-  EXPECT_TRUE(model.forward({tokens, {&chunk, 1}, rows}, **cache, logits.data()).ok());
-  return logits;
+  return test::prompt_logits(spec, format, {256, 72, 101, 108, 108, 111, 300, 511});
 }
 
 void expect_close(const std::vector<float>& a, const std::vector<float>& b, float rel) {

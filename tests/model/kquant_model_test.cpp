@@ -11,11 +11,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <numeric>
 
 #include "model/gguf_export.h"
-#include "model/llama.h"
-#include "model/model_loader.h"
+#include "prompt_logits.h"
 
 namespace zl {
 namespace {
@@ -25,21 +23,7 @@ constexpr const char* kModel = "dummy:llama-110m";
 std::vector<float> prompt_logits(const std::string& spec, const std::string& quantization) {
   WeightFormat format;
   EXPECT_TRUE(parse_quantization_flag(quantization, format).ok());
-  auto source = open_model(spec, LoadOptions{"", format});
-  EXPECT_TRUE(source.ok()) << source.status().to_string();
-  auto weights = load_model_weights(*source);
-  EXPECT_TRUE(weights.ok()) << weights.status().to_string();
-  ThreadPool pool(2);
-  LlamaModel model(source->config, *weights, pool, 16);
-  auto cache = KvCache::create(source->config, 4, 16);
-  std::vector<int32_t> tokens = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203, 29889};
-  std::vector<int32_t> blocks = {2, 0};
-  std::vector<int32_t> rows(tokens.size());
-  std::iota(rows.begin(), rows.end(), 0);
-  SeqChunk chunk{0, static_cast<int32_t>(tokens.size()), 0, blocks};
-  std::vector<float> logits(tokens.size() * static_cast<size_t>(source->config.vocab_size));
-  EXPECT_TRUE(model.forward({tokens, {&chunk, 1}, rows}, **cache, logits.data()).ok());
-  return logits;
+  return test::prompt_logits(spec, format, {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203, 29889});
 }
 
 // ||a - b|| / ||b||
