@@ -81,8 +81,9 @@ struct ActScratch {
   std::vector<int32_t> sum16;  // Q6_K only
 };
 
-// Rows per cache block: the weight rows one token sweep re-reads stay in L2
-// (~1 MiB of each core's 2 MiB here; plenty of headroom on smaller L2s too).
+// Rows per cache block: the weight rows one token sweep re-reads, ~1 MiB, as
+// much as this VM's L2 per core (Zen 4: 1 MiB); halving it to 512 KiB made no
+// measurable difference to a bf16 prefill here.
 int64_t rows_per_block(const WeightMatrix& w, int64_t num_tokens) {
   if (num_tokens <= 4) return w.rows;  // one token tile: nothing is re-read
   int64_t rows = (int64_t{1} << 20) / std::max<int64_t>(1, w.row_bytes());
