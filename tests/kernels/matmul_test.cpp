@@ -194,6 +194,10 @@ TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
   }
 }
 
+// Every format has its own AVX2 kernel: one that fell back to the scalar
+// reference would pass the comparisons above unnoticed.
+TEST_P(MatmulTest, Avx2HasAKernel) { EXPECT_NE(tile_kernel_avx2(GetParam()), nullptr) << dtype_name(GetParam()); }
+
 INSTANTIATE_TEST_SUITE_P(Formats, MatmulTest,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
                                            DType::kI8, DType::kQ4_K, DType::kQ6_K),

@@ -4,6 +4,8 @@
 // int16 pairs) then vpmaddwd: Q4_0 feeds the stored nibble (code + 8, at most
 // 15 * 127 * 2 per pair, no saturation) and takes 8 * sum(x) back per block;
 // Q8_0 and I8 use |w| and x with w's sign (at most 128 * 127 * 2 per pair).
+// The k-quants Q4_K / Q6_K are read as stored (256-value super-blocks; see
+// micro_kquant).
 #include <immintrin.h>
 
 #include <cstring>
@@ -65,8 +67,13 @@ ZL_AVX2 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t r
   }
 }
 
+// Bytes per block of 32 (Q8_0, Q4_0, I8 rows of 32) or super-block of 256 (Q4_K, Q6_K).
 template <DType D>
-constexpr int64_t kBlockBytes = D == DType::kQ8_0 ? 34 : D == DType::kQ4_0 ? 18 : 32;
+constexpr int64_t kBlockBytes = D == DType::kQ8_0   ? 34
+                                : D == DType::kQ4_0 ? 18
+                                : D == DType::kQ4_K ? 144
+                                : D == DType::kQ6_K ? 210
+                                                    : 32;
 
 template <DType D, int R, int T>
 ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
@@ -124,11 +131,115 @@ ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r
   }
 }
 
+// Block j (0..7) of k-quant super-block p as 32 bytes: Q4_K the codes 0..15
+// (block 2c / 2c + 1: low / high nibbles of qs bytes 32c..), Q6_K the codes
+// -32..31 (low nibble of ql[64 h + 32 (g % 2) + l], the high one when g >= 2,
+// under bits 2g, 2g + 1 of qh[32 h + l], for h = j / 4, g = j % 4; dtype.h).
+template <DType D>
+ZL_AVX2 inline __m256i kquant_codes(const uint8_t* p, int j) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  if constexpr (D == DType::kQ4_K) {
+    __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * (j / 2)));
+    return _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(4 * (j % 2))), low4);
+  } else {
+    const int h = j / 4, g = j % 4;
+    __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32 * (g % 2)));
+    __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
+    __m256i lo = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * (g / 2))), low4);
+    __m256i hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), _mm256_set1_epi8(3));
+    return _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), _mm256_set1_epi8(32));
+  }
+}
+
+// The 16 half-block scales of super-block p as int16 (Q4_K: each block's
+// 6-bit scale twice; Q6_K: the int8 scales), halves 0..7 in both 128-bit
+// lanes of hs[0] and halves 8..15 in both of hs[1]; *d the f16 scale d.
+// Q4_K's min term, dmin * m_j * xds_j over the 8 blocks, comes off each
+// token's accumulator here (its lanes are only ever summed).
+template <DType D, int T>
+ZL_AVX2 inline void kquant_super_block(const uint8_t* p, const MatmulInput& in, int64_t s, int64_t t0, __m256* acc,
+                                       __m256i* hs, float* d) {
+  __m128i half;
+  if constexpr (D == DType::kQ4_K) {
+    alignas(16) uint8_t sc[16], mins[8];
+    uint16_t d_bits[2];
+    kquant_scales(D, p, sc, mins, d_bits);
+    const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc));
+    half = _mm_unpacklo_epi8(s8, s8);
+    *d = _cvtsh_ss(d_bits[0]);
+    const __m256 mn = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d_bits[1])),
+                                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins)))));
+    const int64_t num_blocks = in.cols / 32;
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm256_fnmadd_ps(mn, _mm256_loadu_ps(in.xds + (t0 + t) * num_blocks + 8 * s), acc[t]);
+  } else {
+    half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192));
+    uint16_t h;
+    std::memcpy(&h, p + 208, 2);
+    *d = _cvtsh_ss(h);
+  }
+  const __m256i words = _mm256_cvtepi8_epi16(half);
+  hs[0] = _mm256_permute2x128_si256(words, words, 0x00);
+  hs[1] = _mm256_permute2x128_si256(words, words, 0x11);
+}
+
+// k-quant tiles on the stored super-blocks. Per block j of 32 and token, the
+// integer dot of codes and activations (Q4_K: vpmaddubsw of the codes 0..15;
+// Q6_K: of |codes| and x with the codes' sign, at most 32 * 127 * 2 a pair),
+// then vpmaddwd by each half's integer scale instead of ones (lanes 0-3: the
+// first 16 values, 4-7: the last 16; at most 128 * 32 * 127 * 4 a lane, exact
+// in int32 and f32), times d_x * d: the reference's terms up to f32 rounding.
+template <DType D, int R, int T>
+ZL_AVX2 void micro_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
+                          int64_t ldy) {
+  const int64_t n = in.cols, num_blocks = n / 32;
+  // vpshufb control: words 2k (low lane) and 2k + 1 (high lane) everywhere, k = 0 here.
+  const __m256i pair0 = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
+                                         2, 3, 2, 3, 2, 3);
+  const uint8_t* wr[R];
+  for (int r = 0; r < R; ++r) wr[r] = w.row(r0 + r);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < n / 256; ++s) {
+    __m256i hs[R][2];
+    float d[R];
+    for (int r = 0; r < R; ++r) kquant_super_block<D, T>(wr[r] + s * kBlockBytes<D>, in, s, t0, acc[r], hs[r], &d[r]);
+    for (int j = 0; j < 8; ++j) {
+      const int64_t b = 8 * s + j;
+      const __m256i pair = _mm256_add_epi8(pair0, _mm256_set1_epi8(static_cast<char>(4 * (j % 4))));
+      __m256i xv[T];
+      __m256 dx[T];
+      for (int t = 0; t < T; ++t) {
+        xv[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.xq + (t0 + t) * n + b * 32));
+        dx[t] = _mm256_set1_ps(in.xd[(t0 + t) * num_blocks + b]);
+      }
+      for (int r = 0; r < R; ++r) {
+        const __m256i codes = kquant_codes<D>(wr[r] + s * kBlockBytes<D>, j);
+        const __m256i scale = _mm256_shuffle_epi8(hs[r][j / 4], pair);
+        const __m256 dw = _mm256_set1_ps(d[r]);
+        for (int t = 0; t < T; ++t) {
+          __m256i prod = D == DType::kQ4_K ? _mm256_maddubs_epi16(codes, xv[t])
+                                           : _mm256_maddubs_epi16(_mm256_abs_epi8(codes),
+                                                                  _mm256_sign_epi8(xv[t], codes));
+          __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, scale));
+          acc[r][t] = _mm256_fmadd_ps(dot, _mm256_mul_ps(dx[t], dw), acc[r][t]);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]);
+}
+
 template <DType D, int R, int T>
 ZL_AVX2 inline void micro(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
                           int64_t ldy) {
   if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8) {
     micro_quant<D, R, T>(w, in, r0, t0, y, ldy);
+  } else if constexpr (dtype_is_kquant(D)) {
+    micro_kquant<D, R, T>(w, in, r0, t0, y, ldy);
   } else {
     micro_float<D, R, T>(w, in, r0, t0, y, ldy);
   }
@@ -161,8 +272,8 @@ TileKernel tile_kernel_avx2(DType dtype) {
     case DType::kQ8_0: return tile<DType::kQ8_0>;
     case DType::kQ4_0: return tile<DType::kQ4_0>;
     case DType::kI8: return tile<DType::kI8>;
-    case DType::kQ4_K:
-    case DType::kQ6_K: break;  // the scalar reference (no AVX2 k-quant kernel yet)
+    case DType::kQ4_K: return tile<DType::kQ4_K>;
+    case DType::kQ6_K: return tile<DType::kQ6_K>;
   }
   return nullptr;
 }
