@@ -161,15 +161,21 @@ ZL_AVX2 inline void kquant_super_block(const uint8_t* p, const MatmulInput& in, 
                                        __m256i* hs, float* d) {
   __m128i half;
   if constexpr (D == DType::kQ4_K) {
-    alignas(16) uint8_t sc[16], mins[8];
+    // kquant_scales' unpacking, four bytes at a time in 32-bit words
+    // u[i] = bytes 4i..4i + 3 of the 12 (scales 4..7: the nibbles of u[2]
+    // under the top 2 bits of u[0]; mins 4..7: of u[2] >> 4 under u[1]'s).
+    uint32_t u[3];
     uint16_t d_bits[2];
-    kquant_scales(D, p, sc, mins, d_bits);
-    const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc));
+    std::memcpy(d_bits, p, 4);
+    std::memcpy(u, p + 4, 12);
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, bits45 = 0x30303030;
+    const uint64_t sc = (u[0] & low6) | uint64_t{(u[2] & low4) | ((u[0] >> 2) & bits45)} << 32;
+    const uint64_t mins = (u[1] & low6) | uint64_t{((u[2] >> 4) & low4) | ((u[1] >> 2) & bits45)} << 32;
+    const __m128i s8 = _mm_cvtsi64_si128(static_cast<int64_t>(sc));
     half = _mm_unpacklo_epi8(s8, s8);
     *d = _cvtsh_ss(d_bits[0]);
     const __m256 mn = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d_bits[1])),
-                                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-                                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins)))));
+                                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(mins)))));
     const int64_t num_blocks = in.cols / 32;
     for (int t = 0; t < T; ++t)
       acc[t] = _mm256_fnmadd_ps(mn, _mm256_loadu_ps(in.xds + (t0 + t) * num_blocks + 8 * s), acc[t]);
