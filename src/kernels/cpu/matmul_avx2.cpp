@@ -212,6 +212,8 @@ ZL_AVX2 void micro_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t 
     __m256i hs[R][2];
     float d[R];
     for (int r = 0; r < R; ++r) kquant_super_block<D, T>(wr[r] + s * kBlockBytes<D>, in, s, t0, acc[r], hs[r], &d[r]);
+    // Unrolled, the shift counts and scale selectors of each block are constants.
+#pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const int64_t b = 8 * s + j;
       const __m256i pair = _mm256_add_epi8(pair0, _mm256_set1_epi8(static_cast<char>(4 * (j % 4))));
