@@ -131,9 +131,9 @@ ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r
   }
 }
 
-// Block j (0..7) of k-quant super-block p as 32 bytes: Q4_K the codes 0..15
-// (block 2c / 2c + 1: low / high nibbles of qs bytes 32c..), Q6_K the codes
-// -32..31 (low nibble of ql[64 h + 32 (g % 2) + l], the high one when g >= 2,
+// Block j (0..7) of k-quant super-block p as 32 unsigned bytes: Q4_K the
+// codes 0..15 (block 2c / 2c + 1: low / high nibbles of qs bytes 32c..), Q6_K
+// the codes + 32, 0..63 (low nibble of ql[64 h + 32 (g % 2) + l], the high one when g >= 2,
 // under bits 2g, 2g + 1 of qh[32 h + l], for h = j / 4, g = j % 4; dtype.h).
 template <DType D>
 ZL_AVX2 inline __m256i kquant_codes(const uint8_t* p, int j) {
@@ -147,7 +147,7 @@ ZL_AVX2 inline __m256i kquant_codes(const uint8_t* p, int j) {
     __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
     __m256i lo = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * (g / 2))), low4);
     __m256i hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), _mm256_set1_epi8(3));
-    return _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), _mm256_set1_epi8(32));
+    return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
   }
 }
 
@@ -191,11 +191,13 @@ ZL_AVX2 inline void kquant_super_block(const uint8_t* p, const MatmulInput& in, 
 }
 
 // k-quant tiles on the stored super-blocks. Per block j of 32 and token, the
-// integer dot of codes and activations (Q4_K: vpmaddubsw of the codes 0..15;
-// Q6_K: of |codes| and x with the codes' sign, at most 32 * 127 * 2 a pair),
-// then vpmaddwd by each half's integer scale instead of ones (lanes 0-3: the
-// first 16 values, 4-7: the last 16; at most 128 * 32 * 127 * 4 a lane, exact
-// in int32 and f32), times d_x * d: the reference's terms up to f32 rounding.
+// integer dot of codes and activations: vpmaddubsw of the unsigned codes and
+// x into int16 pairs (at most 63 * 127 * 2), for Q6_K less 4 * sum16 in each of
+// a half's 8 pairs (the codes' + 32: 32 * sum16 a half; at most 16002 + 8128
+// in magnitude), then vpmaddwd by each half's integer scale instead of ones
+// (lanes 0-3: the first 16 values, 4-7: the last 16; at most 128 * 2 * 24130
+// a lane, exact in int32 and f32), times d_x * d: the reference's terms up to
+// f32 rounding.
 template <DType D, int R, int T>
 ZL_AVX2 void micro_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
                           int64_t ldy) {
@@ -219,18 +221,24 @@ ZL_AVX2 void micro_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t 
       const __m256i pair = _mm256_add_epi8(pair0, _mm256_set1_epi8(static_cast<char>(4 * (j % 4))));
       __m256i xv[T];
       __m256 dx[T];
+      __m256i sum4[T];  // Q6_K: 4 * sum16 of each half, in its 128-bit lane's words
       for (int t = 0; t < T; ++t) {
-        xv[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.xq + (t0 + t) * n + b * 32));
-        dx[t] = _mm256_set1_ps(in.xd[(t0 + t) * num_blocks + b]);
+        const int64_t tok = t0 + t;
+        xv[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.xq + tok * n + b * 32));
+        dx[t] = _mm256_set1_ps(in.xd[tok * num_blocks + b]);
+        if constexpr (D == DType::kQ6_K) {
+          const int32_t* s16 = in.xsum16 + (tok * num_blocks + b) * 2;
+          sum4[t] = _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(4 * s16[0])),
+                                      _mm_set1_epi16(static_cast<int16_t>(4 * s16[1])));
+        }
       }
       for (int r = 0; r < R; ++r) {
         const __m256i codes = kquant_codes<D>(wr[r] + s * kBlockBytes<D>, j);
         const __m256i scale = _mm256_shuffle_epi8(hs[r][j / 4], pair);
         const __m256 dw = _mm256_set1_ps(d[r]);
         for (int t = 0; t < T; ++t) {
-          __m256i prod = D == DType::kQ4_K ? _mm256_maddubs_epi16(codes, xv[t])
-                                           : _mm256_maddubs_epi16(_mm256_abs_epi8(codes),
-                                                                  _mm256_sign_epi8(xv[t], codes));
+          __m256i prod = _mm256_maddubs_epi16(codes, xv[t]);
+          if constexpr (D == DType::kQ6_K) prod = _mm256_sub_epi16(prod, sum4[t]);
           __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, scale));
           acc[r][t] = _mm256_fmadd_ps(dot, _mm256_mul_ps(dx[t], dw), acc[r][t]);
         }
