@@ -133,8 +133,9 @@ ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r
 
 // Block j (0..7) of k-quant super-block p as 32 unsigned bytes: Q4_K the
 // codes 0..15 (block 2c / 2c + 1: low / high nibbles of qs bytes 32c..), Q6_K
-// the codes + 32, 0..63 (low nibble of ql[64 h + 32 (g % 2) + l], the high one when g >= 2,
-// under bits 2g, 2g + 1 of qh[32 h + l], for h = j / 4, g = j % 4; dtype.h).
+// the codes + 32, 0..63 (low nibble of ql[64 h + 32 (g % 2) + l], the high
+// one when g >= 2, under bits 2g, 2g + 1 of qh[32 h + l], for h = j / 4,
+// g = j % 4; dtype.h).
 template <DType D>
 ZL_AVX2 inline __m256i kquant_codes(const uint8_t* p, int j) {
   const __m256i low4 = _mm256_set1_epi8(0x0f);
@@ -174,8 +175,8 @@ ZL_AVX2 inline void kquant_super_block(const uint8_t* p, const MatmulInput& in, 
     const __m128i s8 = _mm_cvtsi64_si128(static_cast<int64_t>(sc));
     half = _mm_unpacklo_epi8(s8, s8);
     *d = _cvtsh_ss(d_bits[0]);
-    const __m256 mn = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d_bits[1])),
-                                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(mins)))));
+    const __m128i m8 = _mm_cvtsi64_si128(static_cast<int64_t>(mins));
+    const __m256 mn = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d_bits[1])), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
     const int64_t num_blocks = in.cols / 32;
     for (int t = 0; t < T; ++t)
       acc[t] = _mm256_fnmadd_ps(mn, _mm256_loadu_ps(in.xds + (t0 + t) * num_blocks + 8 * s), acc[t]);
