@@ -8,7 +8,8 @@ request served between two scrapes adds.
 
 import pytest
 
-from test_http_server import MAX_SEQ_LEN, MODEL, Server
+# The HTTP suite's module-scoped `server` fixture: this module gets its own server.
+from test_http_server import MODEL, server  # noqa: F401
 
 parser = pytest.importorskip("prometheus_client.parser")
 
@@ -34,14 +35,6 @@ VLLM_METRICS = {
     "vllm:request_generation_tokens": "histogram",
     "vllm:iteration_tokens_total": "histogram",
 }
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = Server("--model", "dummy:tiny", "--served-model-name", MODEL, "--max-seq-len", str(MAX_SEQ_LEN),
-               "--max-num-seqs", "8", "--kv-cache-memory", "16M")
-    yield s
-    assert s.stop() == 0
 
 
 def scrape(server):
