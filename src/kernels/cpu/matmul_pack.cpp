@@ -44,6 +44,21 @@ void pack_lanes(const WeightMatrix& w, uint8_t* dst) {
   }
 }
 
+// A block's 32 codes into one lane's word of each packed vector (v: that
+// lane's word in vector 0), as the kernels read them: 4-bit formats (Q4_0,
+// Q4_K) put codes j and j + 16 in the low and high nibble of byte j
+// (j < 16), 8-bit formats one code a byte; each code plus a bias makes it
+// unsigned (Q4_0 8, Q4_K 0, Q8_0 / I8 128, Q6_K 32).
+void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
+  const int bias = dtype == DType::kQ4_0 ? 8 : dtype == DType::kQ4_K ? 0 : dtype == DType::kQ6_K ? 32 : 128;
+  if (packed_code_bytes(dtype) == 4 * 64) {
+    for (int j = 0; j < 16; ++j)
+      v[j / 4 * 64 + j % 4] = static_cast<uint8_t>((codes[j] + bias) | (codes[j + 16] + bias) << 4);
+  } else {
+    for (int j = 0; j < 32; ++j) v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(codes[j] + bias);
+  }
+}
+
 // Lane `lane` of super-block sb's scales (matmul.h): Q4_K d, dmin, then the
 // blocks' scales and mins; Q6_K d, then the half blocks' scales.
 void pack_kscales(const WeightMatrix& w, const uint8_t* superblock, int64_t lane, uint8_t* e) {
@@ -77,14 +92,7 @@ void pack_kquant(const WeightMatrix& w, uint8_t* dst) {
       const uint8_t* superblock = w.row(r) + b / 8 * dtype_block_bytes(w.dtype);
       if (b % 8 == 0) pack_kscales(w, superblock, lane, scales + (g * supers + b / 8) * kscale_bytes);
       kquant_block(w.dtype, superblock, static_cast<int>(b % 8), codes, unused_scale, &unused_min);
-      uint8_t* v = dst + (g * blocks + b) * code_bytes + 4 * lane;  // lane's word in vector 0
-      for (int j = 0; j < 32; ++j) {
-        if (w.dtype == DType::kQ4_K) {
-          if (j < 16) v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(codes[j] | codes[j + 16] << 4);
-        } else {
-          v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(codes[j] + 32);
-        }
-      }
+      put_block_codes(w.dtype, codes, dst + (g * blocks + b) * code_bytes + 4 * lane);
     }
   }
 }
@@ -105,16 +113,8 @@ void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
   for (int64_t r = 0; r < w.rows; ++r) {
     const int64_t g = r / kPackRows, lane = r % kPackRows;
     for (int64_t b = 0; b < blocks; ++b) {
-      uint8_t* v = dst + (g * blocks + b) * code_bytes + 4 * lane;  // lane's word in vector 0
       weight_block(w, r, b, codes, &unused_scale);
-      for (int j = 0; j < 32; ++j) {
-        if (w.dtype == DType::kQ4_0) {
-          // Stored byte j (j < 16) = element j | element j + 16 << 4, codes + 8.
-          if (j < 16) v[j / 4 * 64 + j % 4] = static_cast<uint8_t>((codes[j] + 8) | (codes[j + 16] + 8) << 4);
-        } else {
-          v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(codes[j] + 128);
-        }
-      }
+      put_block_codes(w.dtype, codes, dst + (g * blocks + b) * code_bytes + 4 * lane);
       // The f16 scale as stored (the first 2 bytes of a Q8_0 / Q4_0 block).
       if (w.dtype != DType::kI8)
         std::memcpy(scales + ((g * blocks + b) * kPackRows + lane) * 2, w.row(r) + b * dtype_block_bytes(w.dtype), 2);

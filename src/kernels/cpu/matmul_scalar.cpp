@@ -79,12 +79,11 @@ void tile_quantized(const WeightMatrix& w, const MatmulInput& in, int64_t row_be
   const int64_t num_blocks = w.cols / 32;
   int8_t codes[32];
   for (int64_t r = row_begin; r < row_end; ++r) {
+    for (int64_t t = 0; t < in.num_tokens; ++t) y[t * ldy + r] = 0.0f;
     if (dtype_is_kquant(w.dtype)) {
-      for (int64_t t = 0; t < in.num_tokens; ++t) y[t * ldy + r] = 0.0f;
       for (int64_t b = 0; b < num_blocks; ++b) kquant_block_dot(w, in, r, b, y, ldy);
       continue;
     }
-    for (int64_t t = 0; t < in.num_tokens; ++t) y[t * ldy + r] = 0.0f;
     for (int64_t b = 0; b < num_blocks; ++b) {
       float dw;
       weight_block(w, r, b, codes, &dw);
