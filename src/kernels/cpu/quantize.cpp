@@ -8,6 +8,22 @@
 
 namespace zl::cpu {
 
+namespace {
+
+uint16_t store_f16(float v, uint8_t* dst) {
+  const uint16_t h = f32_to_f16(v);
+  std::memcpy(dst, &h, 2);
+  return h;
+}
+
+// round(v / unit) clamped to [lo, hi]; 0 when unit is 0.
+int round_in(float v, float unit, int lo, int hi) {
+  if (unit == 0.0f) return 0;
+  return std::clamp(static_cast<int>(std::lround(v / unit)), lo, hi);
+}
+
+}  // namespace
+
 void quantize_row_q8_0(const float* src, uint8_t* dst, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, dst += 34) {
     const float* x = src + b * 32;
@@ -15,8 +31,7 @@ void quantize_row_q8_0(const float* src, uint8_t* dst, int64_t n) {
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    uint16_t dh = f32_to_f16(d);
-    std::memcpy(dst, &dh, 2);
+    store_f16(d, dst);
     for (int j = 0; j < 32; ++j) dst[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
   }
 }
@@ -34,8 +49,7 @@ void quantize_row_q4_0(const float* src, uint8_t* dst, int64_t n) {
     }
     const float d = max / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    uint16_t dh = f32_to_f16(d);
-    std::memcpy(dst, &dh, 2);
+    store_f16(d, dst);
     for (int j = 0; j < 16; ++j) {
       int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
       int hi = std::min(15, static_cast<int>(static_cast<int8_t>(x[j + 16] * id + 8.5f)));
@@ -43,22 +57,6 @@ void quantize_row_q4_0(const float* src, uint8_t* dst, int64_t n) {
     }
   }
 }
-
-namespace {
-
-uint16_t store_f16(float v, uint8_t* dst) {
-  const uint16_t h = f32_to_f16(v);
-  std::memcpy(dst, &h, 2);
-  return h;
-}
-
-// round(v / unit) clamped to [lo, hi]; 0 when unit is 0.
-int round_in(float v, float unit, int lo, int hi) {
-  if (unit == 0.0f) return 0;
-  return std::clamp(static_cast<int>(std::lround(v / unit)), lo, hi);
-}
-
-}  // namespace
 
 void quantize_row_q4_k(const float* src, uint8_t* dst, int64_t n) {
   for (int64_t sb = 0; sb < n / 256; ++sb, dst += 144) {
