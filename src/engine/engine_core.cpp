@@ -175,6 +175,7 @@ void EngineCore::admit_waiting() {
     }
     running_.push_back(std::move(waiting_.back()));
     waiting_.pop_back();
+    batch_steady_ = false;
   }
 }
 
@@ -203,6 +204,7 @@ void EngineCore::sign_all(Sequence* seq) {
 }
 
 void EngineCore::preempt_last() {
+  batch_steady_ = false;
   std::unique_ptr<Sequence> victim = std::move(running_.back());
   running_.pop_back();
   sign_all(victim.get());
@@ -233,6 +235,8 @@ void EngineCore::add_to_batch(Sequence* seq, int32_t num_tokens) {
 }
 
 void EngineCore::schedule() {
+  batch_reused_ = batch_steady_;
+  if (batch_reused_) return;  // update() advanced the last batch in place
   batch_tokens_.clear();
   batch_chunks_.clear();
   batch_rows_.clear();
@@ -269,6 +273,11 @@ void EngineCore::schedule() {
   // Paged pools can deadlock with every sequence mid-prefill and no block
   // free: then give the latest admitted sequence's memory to the others.
   if (scheduled_.empty() && running_.size() > 1) preempt_last();
+  // Every running sequence decodes one token and samples it: row i is batch
+  // token i and chunk i, and the next step's batch differs only in each
+  // row's token and position unless the running set changes.
+  batch_steady_ = !scheduled_.empty() && scheduled_.size() == running_.size() &&
+                  batch_rows_.size() == scheduled_.size() && batch_tokens_.size() == scheduled_.size();
 }
 
 void EngineCore::step() {
@@ -299,6 +308,7 @@ void EngineCore::step() {
 
 void EngineCore::update(Clock::time_point now) {
   prefetch_scheduled();
+  output_->prefetch_pushes(static_cast<uint32_t>(row_seqs_.size()));
   request_log_.on_step(now);
   to_sign_.clear();
   for (const Scheduled& s : scheduled_) {
@@ -315,8 +325,22 @@ void EngineCore::update(Clock::time_point now) {
       seq->prefilled_at = now;
   }
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
-  for (size_t row = 0; row < row_seqs_.size(); ++row)
-    sample_next(row_seqs_[row], &logits_[row * vocab], greedy_tokens_[row], now);
+  // In a reused batch every row sampled its last token when the previous
+  // forward pass ended: one inter-token time for all of them.
+  const int64_t generated_before = generation_tokens_total_;
+  for (size_t row = 0; row < row_seqs_.size(); ++row) {
+    Sequence* seq = row_seqs_[row];
+    sample_next(seq, &logits_[row * vocab], greedy_tokens_[row], now, !batch_reused_);
+    if (!batch_steady_) continue;
+    // The next decode of this row, as schedule() would make it; a paged table
+    // that must grow first takes schedule()'s path.
+    batch_tokens_[row] = seq->tokens.back();
+    batch_chunks_[row].start_pos = seq->num_computed;
+    if (static_cast<int32_t>(seq->tokens.size()) > seq->blocks.num_reserved_tokens) batch_steady_ = false;
+  }
+  if (batch_reused_)
+    inter_token_ns_.record(nanos_between(last_forward_end_, now),
+                           static_cast<uint64_t>(generation_tokens_total_ - generated_before));
   sign_queued();
 }
 
@@ -346,7 +370,8 @@ void EngineCore::sign_queued() {
   for (const KvPool::PreparedSign& sign : prepared_signs_) pool_.apply_sign(sign);
 }
 
-void EngineCore::sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now) {
+void EngineCore::sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now,
+                             bool record_inter_token) {
   int32_t token = greedy_token;  // the forward pass's argmax of `logits`
   float logprob = 0.0f;
   std::span<const TokenLogprob> top;  // the sampler's, until its next sample()
@@ -365,7 +390,8 @@ void EngineCore::sample_next(Sequence* seq, float* logits, int32_t greedy_token,
   if (is_eos || (seq->min_token_prob > 0.0f && std::exp(logprob) < seq->min_token_prob))
     return finish(seq, FinishReason::kStop, is_eos ? "eos" : "min_token_prob", now);
   seq->tokens.push_back(token);
-  if (seq->last_token_at != Clock::time_point()) inter_token_ns_.record(nanos_between(seq->last_token_at, now));
+  if (record_inter_token && seq->last_token_at != Clock::time_point())
+    inter_token_ns_.record(nanos_between(seq->last_token_at, now));
   seq->last_token_at = now;
   generation_tokens_total_++;
   // Text and stop strings are the output stage's (engine/output_stage.h).
@@ -390,6 +416,7 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   event.timings.first_token_s = since_submit(seq->first_token_at);
   event.timings.finish_s = since_submit(now);
   if (seq->state == SeqState::kRunning) {
+    batch_steady_ = false;
     sign_all(seq);
     pool_.release(seq->blocks);
     take_back_table(seq->blocks);

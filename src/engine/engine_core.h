@@ -77,7 +77,9 @@ class EngineCore {
   void add_to_batch(Sequence* seq, int32_t num_tokens);
   void preempt_last();
   void update(Clock::time_point now);
-  void sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now);
+  // record_inter_token: false when update() records the step's inter-token
+  // times at once.
+  void sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now, bool record_inter_token);
   void finish(Sequence* seq, FinishReason reason, const char* detail, Clock::time_point now);
   void finish_by_id(RequestId id, FinishReason reason, const char* detail);
   void publish();
@@ -110,6 +112,11 @@ class EngineCore {
   std::vector<float> logits_;            // [max_num_seqs, vocab_size]
   std::vector<int32_t> greedy_tokens_;   // [max_num_seqs] each logits row's argmax
   int32_t num_greedy_rows_ = 0;          // rows of plain-greedy sequences this step
+  // The batch above holds one decode of every running sequence and nothing
+  // else, and update() has advanced each row to the sequence's next token:
+  // schedule() reuses it. Admission, finish and preemption clear it.
+  bool batch_steady_ = false;
+  bool batch_reused_ = false;            // this step's batch is the last one, advanced
   std::vector<Sequence*> to_sign_;       // [signs_per_step_] decodes whose next block is signed this step
   std::vector<KvPool::PreparedSign> prepared_signs_;  // [signs_per_step_] the same, hashed
   std::vector<SeqBlocks*> live_scratch_; // [max_num_seqs] compaction: the running sequences' blocks

@@ -34,10 +34,13 @@ Histogram Histogram::from_buckets(std::span<const uint64_t, kNumBuckets> buckets
   return h;
 }
 
-void Histogram::record(uint64_t value_ns) {
-  buckets_[static_cast<size_t>(std::min(bucket_of(value_ns), kNumBuckets - 1))]++;
-  count_++;
-  sum_ += value_ns;
+void Histogram::record(uint64_t value_ns) { record(value_ns, 1); }
+
+void Histogram::record(uint64_t value_ns, uint64_t times) {
+  if (times == 0) return;
+  buckets_[static_cast<size_t>(std::min(bucket_of(value_ns), kNumBuckets - 1))] += times;
+  count_ += times;
+  sum_ += value_ns * times;
   max_ = std::max(max_, value_ns);
   min_ = std::min(min_, value_ns);
 }

@@ -20,6 +20,8 @@ class Histogram {
                                 uint64_t max);
 
   void record(uint64_t value_ns);
+  // The same value `times` times.
+  void record(uint64_t value_ns, uint64_t times);
   uint64_t count() const { return count_; }
   uint64_t max() const { return max_; }
   double mean() const { return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0.0; }

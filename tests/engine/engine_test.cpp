@@ -190,6 +190,28 @@ TEST(EngineSigningTest, DecodeBlocksCompletedInStepAreAllSignedByTheEnd) {
   EXPECT_EQ(again->finish.num_cached_prompt_tokens, kBlocksPerSeq * kBlock);
 }
 
+// Sequences decoding in step reuse one batch, advanced in place, and record
+// their inter-token times together: still exactly one per token after each
+// request's first. (That the reused batch computes the right tokens is
+// checked against llama.cpp by generate_model_test, alone and together.)
+TEST(EngineSteadyBatchTest, InStepDecodesRecordEveryInterTokenTime) {
+  constexpr int kSeqs = 8, kNew = 40;
+  auto engine = make_engine(kSeqs);
+  std::vector<std::shared_ptr<test::CollectingSink>> sinks;
+  for (int i = 0; i < kSeqs; ++i) {
+    sinks.push_back(std::make_shared<test::CollectingSink>());
+    Request r = greedy({256, 40 + i, 7}, kNew, sinks.back());
+    r.ignore_eos = true;
+    ASSERT_TRUE(engine->submit(std::move(r)).ok());
+  }
+  for (auto& sink : sinks) ASSERT_TRUE(sink->wait());
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.generation_tokens_total, int64_t{kSeqs} * kNew);
+  EXPECT_EQ(stats.inter_token_ns.count(), uint64_t{kSeqs} * (kNew - 1));
+  EXPECT_GT(stats.batch_size_mean, kSeqs / 2.0);
+  EXPECT_EQ(stats.kv.num_used_blocks, 0);
+}
+
 TEST(EngineShutdownTest, DestroyingTheEngineAbortsWhatIsInFlight) {
   std::vector<std::shared_ptr<test::CollectingSink>> sinks;
   {

@@ -17,6 +17,20 @@ TEST(HistogramTest, QuantilesWithinBucketResolution) {
   EXPECT_NEAR(h.mean(), 5000500.0, 1.0);
 }
 
+TEST(HistogramTest, RecordingAValueNTimesEqualsRecordingItNTimesOver) {
+  Histogram once, each;
+  once.record(700, 5);
+  once.record(90000, 3);
+  once.record(12, 0);  // nothing
+  for (int i = 0; i < 5; ++i) each.record(700);
+  for (int i = 0; i < 3; ++i) each.record(90000);
+  EXPECT_EQ(once.buckets(), each.buckets());
+  EXPECT_EQ(once.count(), 8u);
+  EXPECT_EQ(once.sum(), each.sum());
+  EXPECT_EQ(once.max(), 90000u);
+  EXPECT_EQ(once.first_used_bucket(), each.first_used_bucket());
+}
+
 TEST(HistogramTest, CountAtMostIsCumulativeAndNeverOverCounts) {
   Histogram h;
   for (uint64_t v = 1; v <= 1000; ++v) h.record(v * 1000);  // 1 µs .. 1 ms
