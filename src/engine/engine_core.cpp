@@ -311,25 +311,17 @@ void EngineCore::update(Clock::time_point now) {
   output_->prefetch_pushes(static_cast<uint32_t>(row_seqs_.size()));
   request_log_.on_step(now);
   to_sign_.clear();
-  for (const Scheduled& s : scheduled_) {
-    Sequence* seq = s.seq;
-    if (seq->num_generated() == 0) seq->trace.on_prefill_chunk(s.num_tokens, now, request_log_.num_steps());
-    const bool prompt_chunk = seq->num_computed < seq->num_prompt_tokens;
-    seq->num_computed += s.num_tokens;
-    pool_.commit(seq->blocks, seq->tokens, seq->num_computed, prompt_chunk ? INT32_MAX : 0);
-    if (!prompt_chunk && static_cast<int32_t>(to_sign_.size()) < signs_per_step_ && pool_.has_block_to_sign(seq->blocks))
-      queue_signing(seq);
-    // Read prefilled_at (a cold line) only in the step that completes the prompt.
-    const bool prompt_done = seq->num_computed >= seq->num_prompt_tokens;
-    if (prompt_done && seq->num_computed - s.num_tokens < seq->num_prompt_tokens && seq->prefilled_at == Clock::time_point())
-      seq->prefilled_at = now;
-  }
+  // A reused batch is one decode a row (scheduled_[row]): each sequence is
+  // committed and sampled in one visit, while its lines are in L1.
+  if (!batch_reused_)
+    for (const Scheduled& s : scheduled_) commit_computed(s, now);
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   // In a reused batch every row sampled its last token when the previous
   // forward pass ended: one inter-token time for all of them.
   const int64_t generated_before = generation_tokens_total_;
   for (size_t row = 0; row < row_seqs_.size(); ++row) {
     Sequence* seq = row_seqs_[row];
+    if (batch_reused_) commit_computed(scheduled_[row], now);
     sample_next(seq, &logits_[row * vocab], greedy_tokens_[row], now, !batch_reused_);
     if (!batch_steady_) continue;
     // The next decode of this row, as schedule() would make it; a paged table
@@ -342,6 +334,22 @@ void EngineCore::update(Clock::time_point now) {
     inter_token_ns_.record(nanos_between(last_forward_end_, now),
                            static_cast<uint64_t>(generation_tokens_total_ - generated_before));
   sign_queued();
+}
+
+// The step computed s.num_tokens more of s.seq: tell the pool (prompt blocks
+// are signed now, a decode block is queued for sign_queued()).
+void EngineCore::commit_computed(const Scheduled& s, Clock::time_point now) {
+  Sequence* seq = s.seq;
+  if (seq->num_generated() == 0) seq->trace.on_prefill_chunk(s.num_tokens, now, request_log_.num_steps());
+  const bool prompt_chunk = seq->num_computed < seq->num_prompt_tokens;
+  seq->num_computed += s.num_tokens;
+  pool_.commit(seq->blocks, seq->tokens, seq->num_computed, prompt_chunk ? INT32_MAX : 0);
+  if (!prompt_chunk && static_cast<int32_t>(to_sign_.size()) < signs_per_step_ && pool_.has_block_to_sign(seq->blocks))
+    queue_signing(seq);
+  // Read prefilled_at (a cold line) only in the step that completes the prompt.
+  const bool prompt_done = seq->num_computed >= seq->num_prompt_tokens;
+  if (prompt_done && seq->num_computed - s.num_tokens < seq->num_prompt_tokens && seq->prefilled_at == Clock::time_point())
+    seq->prefilled_at = now;
 }
 
 // Signing a block reads its tokens, its table entry, the sequence's salt, the

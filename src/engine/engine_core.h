@@ -77,6 +77,7 @@ class EngineCore {
   void add_to_batch(Sequence* seq, int32_t num_tokens);
   void preempt_last();
   void update(Clock::time_point now);
+  void commit_computed(const Scheduled& s, Clock::time_point now);
   // record_inter_token: false when update() records the step's inter-token
   // times at once.
   void sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now, bool record_inter_token);

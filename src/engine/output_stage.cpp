@@ -59,11 +59,6 @@ void OutputStage::start_thread() {
   });
 }
 
-void OutputStage::push_token(RequestOutput* out, int32_t token, float logprob, std::span<const TokenLogprob> top) {
-  CHECK_LE(top.size(), size_t{kMaxTopLogprobs});
-  push(Record{{out}, token, logprob, static_cast<int32_t>(top.size())}, top);
-}
-
 void OutputStage::push_finish(RequestOutput* out) { push(Record{{out}, kFinishToken, 0.0f, 0}, {}); }
 
 void OutputStage::push_retire(Sequence* seq) {
@@ -72,20 +67,19 @@ void OutputStage::push_retire(Sequence* seq) {
   push(record, {});
 }
 
-void OutputStage::push(const Record& record, std::span<const TokenLogprob> top) {
-  // Full as far as we know: look at read_ (a line the stage writes) only
-  // then, and make room (inline, deliver now; threaded, wait for the stage).
-  if (write_local_ == write_limit_) {
-    while (write_local_ - read_.load(std::memory_order_acquire) > mask_) {
-      publish();
-      if (write_local_ - read_.load(std::memory_order_acquire) > mask_) std::this_thread::yield();
-    }
-    write_limit_ = read_.load(std::memory_order_acquire) + mask_ + 1;
+// Full as far as we know: look at read_ (a line the stage writes) only now,
+// and make room (inline, deliver now; threaded, wait for the stage).
+void OutputStage::make_room() {
+  while (write_local_ - read_.load(std::memory_order_acquire) > mask_) {
+    publish();
+    if (write_local_ - read_.load(std::memory_order_acquire) > mask_) std::this_thread::yield();
   }
-  const uint32_t slot = write_local_ & mask_;
-  ring_[slot] = record;
+  write_limit_ = read_.load(std::memory_order_acquire) + mask_ + 1;
+}
+
+void OutputStage::copy_top(uint32_t slot, std::span<const TokenLogprob> top) {
+  CHECK_LE(top.size(), size_t{kMaxTopLogprobs});
   std::copy(top.begin(), top.end(), top_slab_.begin() + size_t{slot} * kMaxTopLogprobs);
-  ++write_local_;
 }
 
 void OutputStage::publish() {

@@ -94,7 +94,9 @@ class OutputStage {
   uint64_t num_wakes() const { return num_wakes_.load(std::memory_order_relaxed); }
 
   // Engine thread. `top` (at most kMaxTopLogprobs entries) is copied.
-  void push_token(RequestOutput* out, int32_t token, float logprob, std::span<const TokenLogprob> top);
+  void push_token(RequestOutput* out, int32_t token, float logprob, std::span<const TokenLogprob> top) {
+    push(Record{{out}, token, logprob, static_cast<int32_t>(top.size())}, top);
+  }
   // Engine thread: out->finish is filled; the stage owns `out` from here on.
   void push_finish(RequestOutput* out);
   // Engine thread: a finished Sequence (engine/sequence.h) the engine is done
@@ -125,7 +127,17 @@ class OutputStage {
   // sleeping_ values: awake, asleep until woken, napping (back by itself).
   static constexpr uint32_t kAwake = 0, kAsleep = 1, kNapping = 2;
 
-  void push(const Record& record, std::span<const TokenLogprob> top);
+  // Inline: the engine pushes a record for every token of every step.
+  void push(const Record& record, std::span<const TokenLogprob> top) {
+    if (write_local_ == write_limit_) make_room();
+    const uint32_t slot = write_local_ & mask_;
+    ring_[slot] = record;
+    if (!top.empty()) copy_top(slot, top);
+    ++write_local_;
+  }
+  // The ring is full as far as the engine knew: look at read_ and wait for room.
+  void make_room();
+  void copy_top(uint32_t slot, std::span<const TokenLogprob> top);
   void run();
   // Stage thread, nothing to deliver: naps or sleeps until woken.
   void idle(std::chrono::steady_clock::time_point last_delivery, std::chrono::nanoseconds interval);
