@@ -66,6 +66,7 @@ EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& c
   to_sign_.reserve(static_cast<size_t>(signs_per_step_));
   prepared_signs_.reserve(static_cast<size_t>(signs_per_step_));
   live_scratch_.reserve(max_seqs);
+  releasing_.reserve(max_seqs);
   moves_.reserve(static_cast<size_t>(cache.num_blocks()));
   if (own_output_) pending_stops_.reserve(static_cast<size_t>(output_capacity(config)));
   const int64_t blocks_per_seq = (int64_t{model.config().max_seq_len} + cache.block_size() - 1) / cache.block_size();
@@ -423,11 +424,9 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   event.timings.prefill_s = seq->prefilled_at == Clock::time_point() ? 0.0 : seconds_between(seq->admitted_at, seq->prefilled_at);
   event.timings.first_token_s = since_submit(seq->first_token_at);
   event.timings.finish_s = since_submit(now);
-  if (seq->state == SeqState::kRunning) {
+  if (seq->state == SeqState::kRunning) {  // reap_finished() releases its blocks
     batch_steady_ = false;
     sign_all(seq);
-    pool_.release(seq->blocks);
-    take_back_table(seq->blocks);
   }
   seq->state = SeqState::kFinished;
   any_finished_ = true;
@@ -460,9 +459,16 @@ void EngineCore::prefetch_scheduled() const {
 
 // Finished sequences leave running_ here, not in finish(), so that the
 // step's loops over raw pointers stay valid; the output stage frees them.
+// Their blocks go back to the pool here too, all of a step's at once
+// (KvPool::release coalesces them: ~3 µs a sequence one by one).
 void EngineCore::reap_finished() {
   if (!any_finished_) return;
   any_finished_ = false;
+  releasing_.clear();
+  for (auto& seq : running_)
+    if (seq->state == SeqState::kFinished) releasing_.push_back(&seq->blocks);
+  pool_.release(releasing_);
+  for (SeqBlocks* blocks : releasing_) take_back_table(*blocks);
   auto kept = running_.begin();
   for (auto it = running_.begin(); it != running_.end(); ++it) {
     if ((*it)->state == SeqState::kFinished) {

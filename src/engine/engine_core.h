@@ -121,6 +121,7 @@ class EngineCore {
   std::vector<Sequence*> to_sign_;       // [signs_per_step_] decodes whose next block is signed this step
   std::vector<KvPool::PreparedSign> prepared_signs_;  // [signs_per_step_] the same, hashed
   std::vector<SeqBlocks*> live_scratch_; // [max_num_seqs] compaction: the running sequences' blocks
+  std::vector<SeqBlocks*> releasing_;    // [max_num_seqs] reap_finished(): the finished sequences' blocks
   std::vector<BlockMove> moves_;         // [num_blocks] compaction: block copies to apply
   // Block tables not in use, each with room for a max_seq_len sequence. A
   // sequence holds one exactly while it runs (admission to finish or

@@ -70,7 +70,9 @@ struct KvPool::Impl {
   void take_blocks(int32_t count, std::vector<int32_t>& table);
   BlockRun choose_extent(int32_t len) const;
   void take_extent(BlockRun extent, std::vector<int32_t>& table);
-  bool drop_ref(int32_t b);  // true: b became free or cached (not yet in avail_runs)
+  // Drops one reference; a block that becomes free or cached joins
+  // released_free or released_avail (the run sets take them in release()).
+  void drop_ref(int32_t b);
   void move_block(int32_t src, int32_t dst, std::vector<BlockMove>& moves);
   BlockRun gathering_segment(int32_t need) const;
 
@@ -101,6 +103,9 @@ struct KvPool::Impl {
   int64_t num_evictions = 0;
   int64_t num_compactions = 0;
   int64_t num_block_moves = 0;
+  // [num_blocks] release()'s scratch: blocks that became free (and free or
+  // cached), as runs of consecutive ids, in the order found.
+  std::vector<BlockRun> released_free, released_avail;
   // Free-or-cached blocks left idle because the last admission attempt found
   // enough of them but no run long enough (0 after an admission, or when
   // memory itself was short): the pool's external fragmentation.
@@ -116,6 +121,8 @@ KvPool::Impl::Impl(const KvPoolConfig& config)
       index(config.num_blocks),
       free_runs(config.num_blocks),
       avail_runs(config.num_blocks) {
+  released_free.reserve(static_cast<size_t>(num_blocks));
+  released_avail.reserve(static_cast<size_t>(num_blocks));
   for (int32_t b = 0; b < num_blocks; ++b) {
     moved_to[static_cast<size_t>(b)] = b;
     free_runs.insert(b);
@@ -254,17 +261,49 @@ void KvPool::Impl::take_extent(BlockRun extent, std::vector<int32_t>& table) {
   }
 }
 
-bool KvPool::Impl::drop_ref(int32_t b) {
+namespace {
+
+// Adds block b to runs, growing the last run when b continues it downward
+// (release() walks each table from its end).
+void add_released(std::vector<BlockRun>& runs, int32_t b) {
+  if (!runs.empty() && runs.back().start == b + 1) {
+    --runs.back().start;
+    ++runs.back().len;
+  } else {
+    runs.push_back(BlockRun{b, 1});
+  }
+}
+
+// Inserts runs into `into` after sorting and merging touching ones, so each
+// maximal run costs one insert_range. Empties runs.
+void insert_released(std::vector<BlockRun>& runs, BlockRuns& into) {
+  std::sort(runs.begin(), runs.end(), [](const BlockRun& a, const BlockRun& b) { return a.start < b.start; });
+  BlockRun merged;
+  for (const BlockRun& run : runs) {
+    if (merged.len > 0 && run.start == merged.end()) {
+      merged.len += run.len;
+      continue;
+    }
+    if (merged.len > 0) into.insert_range(merged.start, merged.len);
+    merged = run;
+  }
+  if (merged.len > 0) into.insert_range(merged.start, merged.len);
+  runs.clear();
+}
+
+}  // namespace
+
+void KvPool::Impl::drop_ref(int32_t b) {
   Block& block = blocks[b];
   CHECK(block.refcount > 0) << "releasing block " << b << " with refcount 0";
-  if (--block.refcount > 0) return false;
+  if (--block.refcount > 0) return;
   if (block.indexed) {
     lru_push_back(b);
     ++num_cached;
   } else {
-    free_runs.insert(b);
+    add_released(released_free, b);
   }
-  return true;
+  add_released(released_avail, b);
 }
 
 // The first num_prefix_blocks entries of seq.table are the shared prefix.
@@ -433,31 +472,26 @@ void KvPool::apply_sign(const PreparedSign& sign) {
 }
 
 void KvPool::release(SeqBlocks& seq) {
+  SeqBlocks* one = &seq;
+  release(std::span<SeqBlocks* const>(&one, 1));
+}
+
+void KvPool::release(std::span<SeqBlocks* const> seqs) {
   Impl& p = *impl_;
-  if (!seq.table.empty()) p.account_remove(seq);
-  // Last block first, so a sequence's tail is evicted before its prefix,
-  // which other prompts are likelier to share. Blocks that become free or
-  // cached join avail_runs a run of consecutive ids at a time: a contiguous
-  // extent coalesces once, not once a block (each a few tree operations;
-  // 256 sequences finishing in one step took ~2 µs each).
-  int32_t run_start = 0, run_len = 0;  // [run_start, run_start + run_len), growing down
-  for (auto it = seq.table.rbegin(); it != seq.table.rend(); ++it) {
-    const int32_t b = *it;
-    if (!p.drop_ref(b)) continue;
-    if (run_len > 0 && b == run_start - 1) {
-      run_start = b;
-      ++run_len;
-      continue;
-    }
-    if (run_len > 0) p.avail_runs.insert_range(run_start, run_len);
-    run_start = b;
-    run_len = 1;
+  for (SeqBlocks* seq : seqs) {
+    if (!seq->table.empty()) p.account_remove(*seq);
+    // Last block first, so a sequence's tail is evicted before its prefix,
+    // which other prompts are likelier to share.
+    for (auto it = seq->table.rbegin(); it != seq->table.rend(); ++it) p.drop_ref(*it);
+    std::vector<int32_t> table = std::move(seq->table);
+    table.clear();  // keeps its capacity for the next admission
+    *seq = SeqBlocks{};
+    seq->table = std::move(table);
   }
-  if (run_len > 0) p.avail_runs.insert_range(run_start, run_len);
-  std::vector<int32_t> table = std::move(seq.table);
-  table.clear();  // keeps its capacity for the next admission
-  seq = SeqBlocks{};
-  seq.table = std::move(table);
+  // Each run-set insert is a few tree operations on cold nodes (~1 µs after
+  // a forward pass): once per maximal run, not once per block or sequence.
+  insert_released(p.released_free, p.free_runs);
+  insert_released(p.released_avail, p.avail_runs);
 }
 
 const SignatureStats& KvPool::signature_stats() const { return impl_->signatures; }

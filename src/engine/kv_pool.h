@@ -189,6 +189,11 @@ class KvPool {
   // The last block goes to the LRU first, so tails are evicted before the
   // prefixes other prompts may share.
   void release(SeqBlocks& seq);
+  // The same for several sequences at once (those finishing in one step): as
+  // releasing them one after another, in order, but the blocks they free join
+  // the free-run sets once per maximal run over all of them, not once per
+  // sequence (neighbouring extents, freed together, coalesce in one insert).
+  void release(std::span<SeqBlocks* const> seqs);
 
   // Gathers free-or-cached blocks into one run of at least target_blocks by
   // sliding used blocks together, in order (extents stay contiguous), over
