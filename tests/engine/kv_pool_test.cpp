@@ -122,6 +122,40 @@ TEST_P(KvPoolPolicyTest, SharedFullBlocksAreSharedByRefcount) {
   EXPECT_EQ(h.pool().stats().num_cached_blocks, 3);  // b never committed its own blocks
 }
 
+// Releasing several sequences in one call (the engine's finishes of a step)
+// leaves the pool exactly as releasing them one by one: the same free, cached
+// and used blocks, the same LRU order, so later admissions get the same blocks.
+TEST_P(KvPoolPolicyTest, ReleasingTogetherEqualsReleasingOneByOne) {
+  PoolHarness one(GetParam(), 48), together(GetParam(), 48);
+  auto shared = iota_tokens(2 * kBlockSize, 500);
+  std::vector<std::vector<int32_t>> prompts = {concat(shared, {1, 2, 3}), concat(shared, {4, 5, 6, 7, 8}),
+                                               iota_tokens(9, 100), iota_tokens(3, 200), iota_tokens(13, 300)};
+  std::vector<SeqBlocks*> in_one, in_together;
+  for (const auto& prompt : prompts) {
+    for (PoolHarness* h : {&one, &together}) {
+      SeqBlocks& seq = h->admit(prompt, static_cast<int32_t>(prompt.size()) + 6);
+      h->commit(seq, prompt);
+      (h == &one ? in_one : in_together).push_back(&seq);
+    }
+  }
+  for (size_t i : {0u, 1u, 3u, 4u}) one.release(*in_one[i]);
+  std::vector<SeqBlocks*> batch = {in_together[0], in_together[1], in_together[3], in_together[4]};
+  together.pool().release(batch);
+  together.check();
+  expect_same_stats(one.pool().stats(), together.pool().stats());
+  // Enough new sequences to take every free block and evict cached ones.
+  for (int32_t i = 0; i < 10 && together.pool().stats().num_evictions == 0; ++i) {
+    auto prompt = iota_tokens(11, 1000 + 50 * i);
+    SeqBlocks& a = one.admit(prompt, 16);
+    SeqBlocks& b = together.admit(prompt, 16);
+    ASSERT_TRUE(one.pool().ensure_capacity(a, 16));  // paged: the blocks beyond the prompt
+    ASSERT_TRUE(together.pool().ensure_capacity(b, 16));
+    EXPECT_EQ(a.table, b.table) << "admission " << i;
+  }
+  expect_same_stats(one.pool().stats(), together.pool().stats());
+  EXPECT_GT(together.pool().stats().num_evictions, 0);
+}
+
 TEST_P(KvPoolPolicyTest, DifferentSaltSharesNothing) {
   PoolHarness h(GetParam(), 32);
   auto prompt = iota_tokens(3 * kBlockSize + 1, 5);
