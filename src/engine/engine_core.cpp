@@ -15,6 +15,10 @@
 // After the forward pass, completed prompt blocks are signed at once and
 // decode blocks at most ceil(max_num_seqs / block_size) a step (their
 // average rate), so sequences decoding in step do not all sign in one step.
+// While every running sequence decodes (nothing admitted, finished or
+// preempted, no paged table to grow), the batch stays: the pass after the
+// forward call advances each row to its next token and schedule() reuses it.
+// The sequences that finish in a step give their blocks back together.
 #include "engine/engine_core.h"
 
 #include <algorithm>
