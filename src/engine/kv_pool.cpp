@@ -488,8 +488,8 @@ void KvPool::release(std::span<SeqBlocks* const> seqs) {
     *seq = SeqBlocks{};
     seq->table = std::move(table);
   }
-  // Each run-set insert is a few tree operations on cold nodes (~1 µs after
-  // a forward pass): once per maximal run, not once per block or sequence.
+  // Each run-set insert is a few tree operations on nodes that a forward pass
+  // has evicted: once per maximal run, not once per block or sequence.
   insert_released(p.released_free, p.free_runs);
   insert_released(p.released_avail, p.avail_runs);
 }
