@@ -2,6 +2,12 @@
 //   --mode gap: the scheduling gap (host time between two forward passes:
 //     sampling, publishing, scheduling) with N sequences decoding at once on
 //     a model whose forward pass is nearly free (default dummy:tiny).
+//     --arrival burst (default) submits N equal requests at once: they decode
+//     in step, and the admission of the ~N/2 that arrive during the first
+//     step and the two waves of finishes are the run's largest gaps (its P99
+//     is about its third-largest). --arrival closed keeps N in flight with
+//     spread lengths, each finish replaced: admissions and finishes spread
+//     over the steps as under a steady load of N clients.
 //   --mode throughput: decode tokens/s with N concurrent sequences
 //     (default dummy:llama-110m).
 // Each configuration runs --runs times on a fresh engine; min and median.
@@ -10,6 +16,7 @@
 // of all the engine's threads per second of the run and the 1-minute load
 // average at its end, to tell a busy machine from a slow engine.
 //   build/bench/engine_bench --mode gap --seqs 1,16,64,256
+//   build/bench/engine_bench --mode gap --arrival closed --seqs 1,16,64,256
 //   build/bench/engine_bench --mode throughput --model dummy:llama-110m --seqs 1,8,32,64
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
@@ -18,6 +25,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <random>
 #include <vector>
 
 #include "engine/inbox.h"
@@ -27,17 +35,32 @@
 namespace zl {
 namespace {
 
-// Counts events; wakes the bench thread when the last request finishes.
+// Counts finished requests; wakes the bench thread at each one (it submits
+// the replacements of the closed-loop workload, and stops at the last).
 class CountingSink : public EventSink {
  public:
-  CountingSink(std::atomic<uint32_t>* remaining) : remaining_(remaining) {}
+  explicit CountingSink(std::atomic<uint32_t>* finished) : finished_(finished) {}
   void on_token(const TokenEvent&) override {}
   void on_finish(const FinishEvent&) override {
-    if (remaining_->fetch_sub(1, std::memory_order_acq_rel) == 1) futex_wake_all(remaining_);
+    finished_->fetch_add(1, std::memory_order_acq_rel);
+    futex_wake_all(finished_);
   }
 
  private:
-  std::atomic<uint32_t>* remaining_;
+  std::atomic<uint32_t>* finished_;
+};
+
+// What one run submits. burst: num_seqs requests of max_new tokens at once,
+// so they decode in step and finish in two waves. closed: num_seqs in flight
+// from start to end, each finish replaced by a new request, rounds * num_seqs
+// requests in all, each of a seeded uniform max_new / 2 .. 3 * max_new / 2
+// tokens, so that admissions and finishes spread over the steps as under a
+// steady load of num_seqs concurrent clients.
+struct Workload {
+  bool closed = false;
+  int num_seqs = 1;
+  int max_new = 200;
+  int rounds = 4;
 };
 
 struct RunResult {
@@ -62,13 +85,23 @@ double load_average_1m() {
   return load;
 }
 
-StatusOr<RunResult> run_once(const std::string& model, int num_seqs, int max_new, int threads, CachePolicy policy,
+Request make_request(int index, int max_new, const std::shared_ptr<EventSink>& sink) {
+  Request r;
+  r.prompt_ids = {1, static_cast<int32_t>(3 + index % 200), 4, 5};
+  r.max_new_tokens = max_new;
+  r.sampling.temperature = 0.0f;
+  r.ignore_eos = true;
+  r.sink = sink;
+  return r;
+}
+
+StatusOr<RunResult> run_once(const std::string& model, const Workload& load, int threads, CachePolicy policy,
                              bool stats_region) {
   EngineConfig config;
   config.model = model;
   config.num_threads = threads;
-  config.max_num_seqs = num_seqs;
-  config.max_num_batched_tokens = std::max(512, num_seqs);
+  config.max_num_seqs = load.num_seqs;
+  config.max_num_batched_tokens = std::max(512, load.num_seqs);
   config.cache_policy = policy;
   config.kv_cache_bytes = int64_t{1} << 30;
   // Declared before the engine so that it outlives the engine thread's writes.
@@ -76,19 +109,24 @@ StatusOr<RunResult> run_once(const std::string& model, int num_seqs, int max_new
   ZL_ASSIGN_OR_RETURN(auto engine, Engine::create(config));
   const int64_t switches_before = involuntary_switches();
   if (stats_region) ZL_RETURN_IF_ERROR(engine->attach_stats_region(region.data(), region.size() * sizeof(uint64_t)));
-  std::atomic<uint32_t> remaining{static_cast<uint32_t>(num_seqs)};
-  auto sink = std::make_shared<CountingSink>(&remaining);
+  const uint32_t total = static_cast<uint32_t>(load.num_seqs * (load.closed ? load.rounds : 1));
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<int> length(std::max(1, load.max_new / 2), load.max_new * 3 / 2);
+  std::atomic<uint32_t> finished{0};
+  auto sink = std::make_shared<CountingSink>(&finished);
+  uint32_t submitted = 0;
+  auto submit_next = [&]() -> Status {
+    const int max_new = load.closed ? length(rng) : load.max_new;
+    ZL_RETURN_IF_ERROR(engine->submit(make_request(static_cast<int>(submitted), max_new, sink)).status());
+    ++submitted;
+    return Status();
+  };
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < num_seqs; ++i) {
-    Request r;
-    r.prompt_ids = {1, static_cast<int32_t>(3 + i % 200), 4, 5};
-    r.max_new_tokens = max_new;
-    r.sampling.temperature = 0.0f;
-    r.ignore_eos = true;
-    r.sink = sink;
-    ZL_RETURN_IF_ERROR(engine->submit(std::move(r)).status());
+  for (int i = 0; i < load.num_seqs; ++i) ZL_RETURN_IF_ERROR(submit_next());
+  for (uint32_t done = finished.load(); done != total; done = finished.load()) {
+    while (submitted < total && submitted - done < static_cast<uint32_t>(load.num_seqs)) ZL_RETURN_IF_ERROR(submit_next());
+    futex_wait(&finished, done);
   }
-  for (uint32_t left = remaining.load(); left != 0; left = remaining.load()) futex_wait(&remaining, left);
   RunResult result;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.stats = engine->stats();
@@ -109,12 +147,19 @@ int main(int argc, char** argv) {
   CLI::App app{"zerolayer engine benchmarks: scheduling gap and decode throughput"};
   std::string mode = "gap", model, policy_name = "contiguous";
   std::vector<int> seqs;
-  int runs = 3, max_new = 200, threads = 0;
+  std::string arrival = "burst";
+  int runs = 3, max_new = 200, threads = 0, rounds = 4;
   app.add_option("--mode", mode, "gap or throughput")->check(CLI::IsMember({"gap", "throughput"}));
   app.add_option("--model", model, "Model (default: dummy:tiny for gap, dummy:llama-110m for throughput)");
   app.add_option("--seqs", seqs, "Concurrent sequences, e.g. 1,16,64,256")->delimiter(',');
   app.add_option("--runs", runs, "Runs per configuration")->capture_default_str();
   app.add_option("--max-new-tokens", max_new, "Tokens each sequence generates")->capture_default_str();
+  app.add_option("--arrival", arrival,
+                 "burst: all sequences submitted at once, of equal length; closed: that many kept in flight, "
+                 "each finish replaced, lengths spread around --max-new-tokens")
+      ->check(CLI::IsMember({"burst", "closed"}))
+      ->capture_default_str();
+  app.add_option("--rounds", rounds, "closed: requests in all, in multiples of --seqs")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "Compute threads (0: one per core)");
   app.add_option("--cache-policy", policy_name, "contiguous, paged or hybrid")->capture_default_str();
   bool stats_region = false;
@@ -131,7 +176,8 @@ int main(int argc, char** argv) {
   for (int n : seqs) {
     std::vector<double> p50, p99, max, tps, batch, switches;
     for (int r = 0; r < runs; ++r) {
-      auto result = zl::run_once(model, n, max_new, threads, *policy, stats_region);
+      const zl::Workload load{arrival == "closed", n, max_new, rounds};
+      auto result = zl::run_once(model, load, threads, *policy, stats_region);
       if (!result.ok()) {
         std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
         return 1;
@@ -144,11 +190,11 @@ int main(int argc, char** argv) {
       switches.push_back(static_cast<double>(result->involuntary_switches) / result->seconds);
     }
     std::printf(
-        "{\"bench\":\"engine_%s\",\"model\":\"%s\",\"policy\":\"%s\",\"stats_region\":%s,\"seqs\":%d,\"runs\":%d,"
+        "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"stats_region\":%s,\"seqs\":%d,\"runs\":%d,"
         "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
         "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
         "\"mean_batch\":%.1f,\"involuntary_switches_per_s\":%.0f,\"load_1m\":%.2f}\n",
-        mode.c_str(), model.c_str(), policy_name.c_str(), stats_region ? "true" : "false", n, runs, *std::min_element(p50.begin(), p50.end()),
+        mode.c_str(), arrival.c_str(), model.c_str(), policy_name.c_str(), stats_region ? "true" : "false", n, runs, *std::min_element(p50.begin(), p50.end()),
         zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
         *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),
         zl::median(tps), zl::median(batch), zl::median(switches), zl::load_average_1m());
