@@ -488,7 +488,7 @@ void KvPool::release(std::span<SeqBlocks* const> seqs) {
     *seq = SeqBlocks{};
     seq->table = std::move(table);
   }
-  // Each run-set insert is a few tree operations on nodes that a forward pass
+  // Each run-set insert is a few binary searches in arrays that a forward pass
   // has evicted: once per maximal run, not once per block or sequence.
   insert_released(p.released_free, p.free_runs);
   insert_released(p.released_avail, p.avail_runs);
