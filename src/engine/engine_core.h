@@ -87,7 +87,9 @@ class EngineCore {
   void insert_waiting(std::unique_ptr<Sequence> seq);
   void lend_table(SeqBlocks& blocks);
   void take_back_table(SeqBlocks& blocks);
-  void prefetch_scheduled() const;
+  // update(): asks for the lines row `row` of the batch needs (see there).
+  void prefetch_row_state(size_t row) const;
+  void prefetch_token_slot(size_t row) const;
   void reap_finished();
 
   const EngineConfig config_;
@@ -118,6 +120,9 @@ class EngineCore {
   // schedule() reuses it. Admission, finish and preemption clear it.
   bool batch_steady_ = false;
   bool batch_reused_ = false;            // this step's batch is the last one, advanced
+  // Rows [0, n) are decodes: scheduled_[row] is row_seqs_[row]'s one token
+  // (every row of a reused batch; the first rows of a rebuilt one).
+  size_t num_decode_rows_ = 0;
   std::vector<Sequence*> to_sign_;       // [signs_per_step_] decodes whose next block is signed this step
   std::vector<KvPool::PreparedSign> prepared_signs_;  // [signs_per_step_] the same, hashed
   std::vector<SeqBlocks*> live_scratch_; // [max_num_seqs] compaction: the running sequences' blocks
