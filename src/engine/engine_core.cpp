@@ -15,9 +15,12 @@
 // After the forward pass, completed prompt blocks are signed at once and
 // decode blocks at most ceil(max_num_seqs / block_size) a step (their
 // average rate), so sequences decoding in step do not all sign in one step.
-// While every running sequence decodes (nothing admitted, finished or
-// preempted, no paged table to grow), the batch stays: the pass after the
-// forward call advances each row to its next token and schedule() reuses it.
+// The decode rows stay from step to step: after sampling, every row whose
+// sequence still runs (it decodes next) moves to the front of the batch,
+// advanced to its next token, and schedule() only adds the prefill chunks
+// after them. A preemption, a finish outside the step (abort, stop string),
+// a compaction, a paged table that must grow, or more decodes than the token
+// budget make schedule() build the batch anew instead.
 // The sequences that finish in a step give their blocks back together.
 #include "engine/engine_core.h"
 
@@ -170,6 +173,9 @@ void EngineCore::admit_waiting() {
       continue;
     }
     seq->num_computed = seq->blocks.num_prefix_tokens;
+    // The cache gave all but its last token: it decodes at once, so the next
+    // batch is built anew with it among the decodes.
+    if (seq->num_pending() == 1) rows_kept_ = false;
     seq->state = SeqState::kRunning;
     seq->trace.on_admit(now, admit_round_, seq->submitted_at, seq->first_token_at != Clock::time_point());
     if (!seq->admitted_once) {
@@ -180,7 +186,6 @@ void EngineCore::admit_waiting() {
     }
     running_.push_back(std::move(waiting_.back()));
     waiting_.pop_back();
-    batch_steady_ = false;
   }
 }
 
@@ -194,6 +199,7 @@ bool EngineCore::compact_for(int32_t max_total_tokens) {
   const int32_t needed = (max_total_tokens + cache_.block_size() - 1) / cache_.block_size();
   pool_.compact(live_scratch_, needed, &moves_);
   for (const BlockMove& move : moves_) cache_.copy_block(move.src, move.dst);
+  if (!moves_.empty()) rows_kept_ = false;  // the kept rows' block tables changed
   return !moves_.empty();
 }
 
@@ -209,7 +215,7 @@ void EngineCore::sign_all(Sequence* seq) {
 }
 
 void EngineCore::preempt_last() {
-  batch_steady_ = false;
+  rows_kept_ = false;
   std::unique_ptr<Sequence> victim = std::move(running_.back());
   running_.pop_back();
   sign_all(victim.get());
@@ -240,18 +246,25 @@ void EngineCore::add_to_batch(Sequence* seq, int32_t num_tokens) {
 }
 
 void EngineCore::schedule() {
-  batch_reused_ = batch_steady_;
-  if (batch_reused_) return;  // update() advanced the last batch in place
+  const int32_t budget = config_.max_num_batched_tokens;
+  batch_reused_ = rows_kept_ && num_decode_rows_ > 0 && static_cast<int32_t>(num_decode_rows_) <= budget;
+  if (batch_reused_) {
+    // Rows [0, num_decode_rows_) are every running sequence that decodes,
+    // advanced by update(); the rest of running_ prefills.
+    if (running_.size() > num_decode_rows_) add_prefill_chunks(budget - static_cast<int32_t>(num_decode_rows_));
+    return;
+  }
   batch_tokens_.clear();
   batch_chunks_.clear();
   batch_rows_.clear();
   row_seqs_.clear();
   scheduled_.clear();
   num_greedy_rows_ = 0;
-  int32_t budget = config_.max_num_batched_tokens;
+  int32_t left = budget;
   // Decodes first. A decode that finds no block preempts the latest admitted
   // sequence (possibly itself); running_ only shrinks from the back here.
-  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+  size_t i = 0;
+  for (; i < running_.size() && left > 0; ++i) {
     Sequence* seq = running_[i].get();
     if (seq->num_pending() != 1) continue;
     bool has_room = reserve(seq, static_cast<int32_t>(seq->tokens.size()));
@@ -264,10 +277,19 @@ void EngineCore::schedule() {
       break;
     }
     add_to_batch(seq, 1);
-    budget -= 1;
+    left -= 1;
   }
   num_decode_rows_ = scheduled_.size();
-  // Then prefill chunks with what is left.
+  // The loop stops early only for the budget (or after preempting the last).
+  all_decoders_scheduled_ = left > 0 || i >= running_.size();
+  add_prefill_chunks(left);
+  // Paged pools can deadlock with every sequence mid-prefill and no block
+  // free: then give the latest admitted sequence's memory to the others.
+  if (scheduled_.empty() && running_.size() > 1) preempt_last();
+}
+
+// Prefill chunks in admission order with what is left of the budget.
+void EngineCore::add_prefill_chunks(int32_t budget) {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* seq = running_[i].get();
     if (seq->num_pending() <= 1) continue;
@@ -276,14 +298,6 @@ void EngineCore::schedule() {
     add_to_batch(seq, chunk);
     budget -= chunk;
   }
-  // Paged pools can deadlock with every sequence mid-prefill and no block
-  // free: then give the latest admitted sequence's memory to the others.
-  if (scheduled_.empty() && running_.size() > 1) preempt_last();
-  // Every running sequence decodes one token and samples it: row i is batch
-  // token i and chunk i, and the next step's batch differs only in each
-  // row's token and position unless the running set changes.
-  batch_steady_ = !scheduled_.empty() && scheduled_.size() == running_.size() &&
-                  batch_rows_.size() == scheduled_.size() && batch_tokens_.size() == scheduled_.size();
 }
 
 void EngineCore::step() {
@@ -324,26 +338,57 @@ void EngineCore::update(Clock::time_point now) {
   // in L1; the prefill chunks after the decodes are committed first.
   for (size_t i = num_decode_rows_; i < scheduled_.size(); ++i) commit_computed(scheduled_[i], now);
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
-  // In a reused batch every row sampled its last token when the previous
-  // forward pass ended: one inter-token time for all of them.
+  // Kept decode rows all sampled their last token when the previous forward
+  // pass ended: one inter-token time for all of them.
+  const size_t num_kept = batch_reused_ ? num_decode_rows_ : 0;
   const int64_t generated_before = generation_tokens_total_;
+  int64_t kept_generated = 0;
+  bool keep = all_decoders_scheduled_;
+  size_t next_rows = 0;
+  int32_t next_greedy = 0;
   for (size_t row = 0; row < num_rows; ++row) {
     if (row + kRowsAhead < num_rows) prefetch_row_state(row + kRowsAhead);
     if (row + kRowsAhead / 2 < num_rows) prefetch_token_slot(row + kRowsAhead / 2);
-    Sequence* seq = row_seqs_[row];
     if (row < num_decode_rows_) commit_computed(scheduled_[row], now);
-    sample_next(seq, &logits_[row * vocab], greedy_tokens_[row], now, !batch_reused_);
-    if (!batch_steady_) continue;
-    // The next decode of this row, as schedule() would make it; a paged table
-    // that must grow first takes schedule()'s path.
-    batch_tokens_[row] = seq->tokens.back();
-    batch_chunks_[row].start_pos = seq->num_computed;
-    if (static_cast<int32_t>(seq->tokens.size()) > seq->blocks.num_reserved_tokens) batch_steady_ = false;
+    sample_next(row_seqs_[row], &logits_[row * vocab], greedy_tokens_[row], now, row >= num_kept);
+    if (row + 1 == num_kept) kept_generated = generation_tokens_total_ - generated_before;
+    if (keep) keep = keep_row(row, &next_rows, &next_greedy);
   }
-  if (batch_reused_)
-    inter_token_ns_.record(nanos_between(last_forward_end_, now),
-                           static_cast<uint64_t>(generation_tokens_total_ - generated_before));
+  if (num_kept > 0) inter_token_ns_.record(nanos_between(last_forward_end_, now), static_cast<uint64_t>(kept_generated));
   sign_queued();
+  // finish() above cleared rows_kept_; the rows kept here leave out its rows.
+  rows_kept_ = keep;
+  if (!keep) return;
+  batch_tokens_.resize(next_rows);
+  batch_chunks_.resize(next_rows);
+  batch_rows_.resize(next_rows);
+  row_seqs_.resize(next_rows);
+  scheduled_.resize(next_rows);
+  num_decode_rows_ = next_rows;
+  num_greedy_rows_ = next_greedy;
+}
+
+// Row `row`'s sequence has just sampled, so if it still runs it decodes
+// next: its next decode, as schedule() would make it, becomes row *next_rows
+// (<= row: rows only move down, in row order, so none is overwritten before
+// update() reads it). False when a paged table must grow first: then
+// schedule() builds the next batch anew.
+bool EngineCore::keep_row(size_t row, size_t* next_rows, int32_t* next_greedy) {
+  Sequence* seq = row_seqs_[row];
+  if (seq->state != SeqState::kRunning) return true;
+  if (static_cast<int32_t>(seq->tokens.size()) > seq->blocks.num_reserved_tokens) return false;
+  const size_t k = (*next_rows)++;
+  *next_greedy += seq->plain_greedy;
+  batch_tokens_[k] = seq->tokens.back();
+  if (k == row && row < num_decode_rows_) {  // a decode row staying where it is
+    batch_chunks_[k].start_pos = seq->num_computed;
+    return true;
+  }
+  batch_chunks_[k] = SeqChunk{static_cast<int32_t>(k), 1, seq->num_computed, seq->blocks.table};
+  batch_rows_[k] = static_cast<int32_t>(k);
+  row_seqs_[k] = seq;
+  scheduled_[k] = Scheduled{seq, 1};
+  return true;
 }
 
 // The step computed s.num_tokens more of s.seq: tell the pool (prompt blocks
@@ -434,7 +479,7 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   event.timings.first_token_s = since_submit(seq->first_token_at);
   event.timings.finish_s = since_submit(now);
   if (seq->state == SeqState::kRunning) {  // reap_finished() releases its blocks
-    batch_steady_ = false;
+    rows_kept_ = false;  // its row, if any, is stale; update() keeps the rows anew
     sign_all(seq);
   }
   seq->state = SeqState::kFinished;

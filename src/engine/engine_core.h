@@ -75,6 +75,8 @@ class EngineCore {
   void sign_queued();
   void sign_all(Sequence* seq);
   void add_to_batch(Sequence* seq, int32_t num_tokens);
+  void add_prefill_chunks(int32_t budget);
+  bool keep_row(size_t row, size_t* next_rows, int32_t* next_greedy);
   void preempt_last();
   void update(Clock::time_point now);
   void commit_computed(const Scheduled& s, Clock::time_point now);
@@ -115,14 +117,16 @@ class EngineCore {
   std::vector<float> logits_;            // [max_num_seqs, vocab_size]
   std::vector<int32_t> greedy_tokens_;   // [max_num_seqs] each logits row's argmax
   int32_t num_greedy_rows_ = 0;          // rows of plain-greedy sequences this step
-  // The batch above holds one decode of every running sequence and nothing
-  // else, and update() has advanced each row to the sequence's next token:
-  // schedule() reuses it. Admission, finish and preemption clear it.
-  bool batch_steady_ = false;
-  bool batch_reused_ = false;            // this step's batch is the last one, advanced
-  // Rows [0, n) are decodes: scheduled_[row] is row_seqs_[row]'s one token
-  // (every row of a reused batch; the first rows of a rebuilt one).
+  // Rows [0, num_decode_rows_) are decodes: scheduled_[row] is
+  // row_seqs_[row]'s one token; prefill chunks follow them.
   size_t num_decode_rows_ = 0;
+  // Those rows are the next decode of every running sequence that decodes,
+  // advanced by update() after sampling: schedule() keeps them and adds only
+  // prefill chunks. Cleared by preemption, compaction and any finish (update()
+  // keeps the rows anew after the finishes it makes).
+  bool rows_kept_ = false;
+  bool batch_reused_ = false;            // this step's decode rows are kept ones
+  bool all_decoders_scheduled_ = true;   // schedule() left no decoding sequence out
   std::vector<Sequence*> to_sign_;       // [signs_per_step_] decodes whose next block is signed this step
   std::vector<KvPool::PreparedSign> prepared_signs_;  // [signs_per_step_] the same, hashed
   std::vector<SeqBlocks*> live_scratch_; // [max_num_seqs] compaction: the running sequences' blocks

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "collecting_sink.h"
 
@@ -210,6 +211,30 @@ TEST(EngineSteadyBatchTest, InStepDecodesRecordEveryInterTokenTime) {
   EXPECT_EQ(stats.inter_token_ns.count(), uint64_t{kSeqs} * (kNew - 1));
   EXPECT_GT(stats.batch_size_mean, kSeqs / 2.0);
   EXPECT_EQ(stats.kv.num_used_blocks, 0);
+}
+
+// The decode rows stay from step to step while sequences come and go. A
+// prompt the prefix cache covers up to its last token decodes in its first
+// step: it must join those rows at once, not wait until they are rebuilt
+// (here: until the long request beside it ends).
+TEST(EngineKeptRowsTest, AFullyCachedPromptDecodesBesideKeptRows) {
+  constexpr int kBlock = 4, kLong = 400;
+  auto engine = make_engine(4, 8 << 20, kBlock);
+  auto first = std::make_shared<test::CollectingSink>();
+  ASSERT_TRUE(engine->submit(greedy({256, 1, 7, 9}, 2, first)).ok());  // its one block is signed and cached
+  ASSERT_TRUE(first->wait());
+  auto running = std::make_shared<test::CollectingSink>();
+  Request r = greedy({256, 2, 7, 9}, kLong, running);
+  r.ignore_eos = true;
+  ASSERT_TRUE(engine->submit(std::move(r)).ok());
+  while (running->tokens_so_far() < 2) std::this_thread::yield();  // decoding: its row is kept
+  auto cached = std::make_shared<test::CollectingSink>();
+  ASSERT_TRUE(engine->submit(greedy({256, 1, 7, 9, 11}, 2, cached)).ok());
+  ASSERT_TRUE(cached->wait());
+  EXPECT_EQ(cached->finish.num_cached_prompt_tokens, kBlock);
+  EXPECT_LT(running->tokens_so_far(), static_cast<size_t>(kLong));
+  ASSERT_TRUE(running->wait());
+  EXPECT_EQ(running->tokens.size(), static_cast<size_t>(kLong));
 }
 
 TEST(EngineShutdownTest, DestroyingTheEngineAbortsWhatIsInFlight) {
