@@ -21,12 +21,17 @@ BlockRuns::BlockRuns(int32_t num_blocks) : member_(static_cast<size_t>(num_block
   by_len_.reserve(max_runs);
 }
 
-size_t BlockRuns::index_of(int32_t block) const {
-  CHECK(member_[block]) << "block " << block << " is not in the run set";
+size_t BlockRuns::runs_starting_by(int32_t block) const {
   auto it = std::upper_bound(by_start_.begin(), by_start_.end(), block,
                              [](int32_t b, const BlockRun& run) { return b < run.start; });
-  CHECK(it != by_start_.begin() && block < std::prev(it)->end()) << "run index lost block " << block;
-  return static_cast<size_t>(std::prev(it) - by_start_.begin());
+  return static_cast<size_t>(it - by_start_.begin());
+}
+
+size_t BlockRuns::index_of(int32_t block) const {
+  CHECK(member_[block]) << "block " << block << " is not in the run set";
+  const size_t n = runs_starting_by(block);
+  CHECK(n > 0 && block < by_start_[n - 1].end()) << "run index lost block " << block;
+  return n - 1;
 }
 
 void BlockRuns::add_by_len(BlockRun run) {
@@ -51,8 +56,7 @@ void BlockRuns::insert_range(int32_t start, int32_t len) {
   num_members_ += len;
   // The first run after the new blocks, and whether it and the one before
   // them touch them.
-  auto next = std::upper_bound(by_start_.begin(), by_start_.end(), start,
-                               [](int32_t b, const BlockRun& run) { return b < run.start; });
+  auto next = by_start_.begin() + static_cast<std::ptrdiff_t>(runs_starting_by(start));
   const bool joins_left = next != by_start_.begin() && std::prev(next)->end() == start;
   const bool joins_right = next != by_start_.end() && next->start == start + len;
   BlockRun merged{start, len};

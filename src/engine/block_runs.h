@@ -64,6 +64,8 @@ class BlockRuns {
   Status check(const std::vector<uint8_t>& expected) const;
 
  private:
+  // How many runs start at or before `block` (by_start_'s upper bound).
+  size_t runs_starting_by(int32_t block) const;
   // The index in by_start_ of the run holding member `block`.
   size_t index_of(int32_t block) const;
   // by_len_ gains or loses `run` (len > 0).
