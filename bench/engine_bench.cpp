@@ -35,19 +35,24 @@
 namespace zl {
 namespace {
 
-// Counts finished requests; wakes the bench thread at each one (it submits
-// the replacements of the closed-loop workload, and stops at the last).
+// Counts finished requests and wakes the bench thread: at each one when it
+// submits replacements (closed arrival), else only at the last, so that a
+// burst's finish waves do not also wake it (a wake may run on the engine
+// thread, inside the gap being measured).
 class CountingSink : public EventSink {
  public:
-  explicit CountingSink(std::atomic<uint32_t>* finished) : finished_(finished) {}
+  CountingSink(std::atomic<uint32_t>* finished, uint32_t total, bool wake_each)
+      : finished_(finished), total_(total), wake_each_(wake_each) {}
   void on_token(const TokenEvent&) override {}
   void on_finish(const FinishEvent&) override {
-    finished_->fetch_add(1, std::memory_order_acq_rel);
-    futex_wake_all(finished_);
+    const uint32_t done = finished_->fetch_add(1, std::memory_order_acq_rel) + 1;
+    if (wake_each_ || done == total_) futex_wake_all(finished_);
   }
 
  private:
   std::atomic<uint32_t>* finished_;
+  const uint32_t total_;
+  const bool wake_each_;
 };
 
 // What one run submits. burst: num_seqs requests of max_new tokens at once,
@@ -113,7 +118,7 @@ StatusOr<RunResult> run_once(const std::string& model, const Workload& load, int
   std::mt19937 rng(12345);
   std::uniform_int_distribution<int> length(std::max(1, load.max_new / 2), load.max_new * 3 / 2);
   std::atomic<uint32_t> finished{0};
-  auto sink = std::make_shared<CountingSink>(&finished);
+  auto sink = std::make_shared<CountingSink>(&finished, total, load.closed);
   uint32_t submitted = 0;
   auto submit_next = [&]() -> Status {
     const int max_new = load.closed ? length(rng) : load.max_new;
