@@ -334,16 +334,21 @@ void EngineCore::update(Clock::time_point now) {
   output_->prefetch_pushes(static_cast<uint32_t>(num_rows));
   request_log_.on_step(now);
   to_sign_.clear();
+  bool keep = all_decoders_scheduled_;
   // A decode row is committed and sampled in one visit, while its lines are
   // in L1; the prefill chunks after the decodes are committed first.
-  for (size_t i = num_decode_rows_; i < scheduled_.size(); ++i) commit_computed(scheduled_[i], now);
+  for (size_t i = num_decode_rows_; i < scheduled_.size(); ++i) {
+    commit_computed(scheduled_[i], now);
+    // A chunk that stopped one token short of the prompt's end leaves a
+    // sequence that decodes next with no row to keep: build the batch anew.
+    if (scheduled_[i].seq->num_pending() == 1) keep = false;
+  }
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   // Kept decode rows all sampled their last token when the previous forward
   // pass ended: one inter-token time for all of them.
   const size_t num_kept = batch_reused_ ? num_decode_rows_ : 0;
   const int64_t generated_before = generation_tokens_total_;
   int64_t kept_generated = 0;
-  bool keep = all_decoders_scheduled_;
   size_t next_rows = 0;
   int32_t next_greedy = 0;
   for (size_t row = 0; row < num_rows; ++row) {

@@ -122,8 +122,10 @@ class EngineCore {
   size_t num_decode_rows_ = 0;
   // Those rows are the next decode of every running sequence that decodes,
   // advanced by update() after sampling: schedule() keeps them and adds only
-  // prefill chunks. Cleared by preemption, compaction and any finish (update()
-  // keeps the rows anew after the finishes it makes).
+  // prefill chunks. Cleared by preemption, compaction, any finish (update()
+  // keeps the rows anew after the finishes it makes) and whatever leaves a
+  // sequence decoding outside them (an admission or a prefill chunk that
+  // stops one token short of the prompt's end).
   bool rows_kept_ = false;
   bool batch_reused_ = false;            // this step's decode rows are kept ones
   bool all_decoders_scheduled_ = true;   // schedule() left no decoding sequence out

@@ -237,6 +237,26 @@ TEST(EngineKeptRowsTest, AFullyCachedPromptDecodesBesideKeptRows) {
   EXPECT_EQ(running->tokens.size(), static_cast<size_t>(kLong));
 }
 
+// The same when a prefill chunk stops one token short of the prompt's end:
+// beside one kept decode row, a 64-token prompt gets 63 of the 64-token budget.
+TEST(EngineKeptRowsTest, APromptOneTokenShortAfterItsChunkDecodesBesideKeptRows) {
+  constexpr int kLong = 400;
+  auto engine = make_engine(4);  // max_num_batched_tokens 64
+  auto running = std::make_shared<test::CollectingSink>();
+  Request r = greedy({256, 2, 7, 9}, kLong, running);
+  r.ignore_eos = true;
+  ASSERT_TRUE(engine->submit(std::move(r)).ok());
+  while (running->tokens_so_far() < 2) std::this_thread::yield();  // decoding: its row is kept
+  std::vector<int32_t> prompt(64);
+  for (int i = 0; i < 64; ++i) prompt[i] = 10 + i;
+  auto chunked = std::make_shared<test::CollectingSink>();
+  ASSERT_TRUE(engine->submit(greedy(prompt, 2, chunked)).ok());
+  ASSERT_TRUE(chunked->wait());
+  EXPECT_LT(running->tokens_so_far(), static_cast<size_t>(kLong));
+  ASSERT_TRUE(running->wait());
+  EXPECT_EQ(running->tokens.size(), static_cast<size_t>(kLong));
+}
+
 TEST(EngineShutdownTest, DestroyingTheEngineAbortsWhatIsInFlight) {
   std::vector<std::shared_ptr<test::CollectingSink>> sinks;
   {
