@@ -22,12 +22,17 @@ Status expect_args(const std::string& name, const ValueList& args, size_t min, s
   return ok_status();
 }
 
-std::string object_desc(const Value& v) {
-  return v.is_none() ? "None" : v.type_name() + " object";
+// "'str object'", "'None'": built by appending, since `"'" + std::string&&`
+// trips GCC 12's false -Wrestrict warning (GCC bug 105329).
+std::string quoted_desc(const Value& v) {
+  std::string s = "'";
+  s += v.is_none() ? std::string("None") : v.type_name() + " object";
+  s += '\'';
+  return s;
 }
 
 Value missing_attribute(const Value& obj, const std::string& name) {
-  return Value::undefined("'" + object_desc(obj) + "' has no attribute '" + name + "'");
+  return Value::undefined(quoted_desc(obj) + " has no attribute '" + name + "'");
 }
 
 Value unsafe_method(const Value& obj, const std::string& name) {
@@ -179,12 +184,12 @@ StatusOr<Value> get_item(const Value& obj, const Value& key) {
     if (obj.is_string()) chars = utf8_chars(obj.str());
     int64_t n = obj.is_list() ? static_cast<int64_t>(obj.items().size()) : static_cast<int64_t>(chars.size());
     int64_t i = key.as_int() < 0 ? key.as_int() + n : key.as_int();
-    if (i < 0 || i >= n) return Value::undefined("'" + object_desc(obj) + "' has no element " + key.repr());
+    if (i < 0 || i >= n) return Value::undefined(quoted_desc(obj) + " has no element " + key.repr());
     if (obj.is_list()) return obj.items()[i];
     return Value::string(std::string(chars[i]));
   }
   if (key.is_string()) return get_attribute(obj, key.str());
-  return Value::undefined("'" + object_desc(obj) + "' has no element " + key.repr());
+  return Value::undefined(quoted_desc(obj) + " has no element " + key.repr());
 }
 
 void add_globals(Scope& scope) {
