@@ -446,6 +446,13 @@ int32_t KvPool::commit(SeqBlocks& seq, std::span<const int32_t> tokens, int32_t 
   return num_signed;
 }
 
+void KvPool::decode_beyond_reserved(const SeqBlocks& seq) {
+  CHECK(false) << "decode commit beyond " << seq.num_reserved_tokens << " reserved tokens";
+  __builtin_unreachable();
+}
+
+int64_t KvPool::ahead_slots() const { return impl_->ahead_slots - num_decode_commits_; }
+
 KvPool::PreparedSign KvPool::prepare_sign(SeqBlocks& seq, std::span<const int32_t> tokens) const {
   const int32_t bs = config_.block_size;
   const int32_t i = seq.num_signed_blocks;
@@ -506,7 +513,7 @@ KvPoolStats KvPool::stats() const {
   s.num_live_signatures = p.index.size();
   double num_slots = static_cast<double>(p.num_blocks) * p.block_size;
   s.internal_fragmentation = static_cast<double>(p.internal_slots) / num_slots;
-  s.reserved_ahead = static_cast<double>(p.ahead_slots) / num_slots;
+  s.reserved_ahead = static_cast<double>(ahead_slots()) / num_slots;
   int32_t evictable = p.num_evictable();
   s.external_fragmentation = static_cast<double>(p.fragmented_wait_blocks) / p.num_blocks;
   s.free_space_scatter =
@@ -680,18 +687,18 @@ Status KvPool::check_invariants(std::span<const SeqBlocks* const> live) const {
   const Impl& p = *impl_;
   std::vector<int32_t> refcounts(static_cast<size_t>(p.num_blocks), 0);
   int64_t internal_slots = 0;
-  int64_t ahead_slots = 0;
+  int64_t held_ahead = 0;
   for (const SeqBlocks* seq : live) {
     if (seq->table.empty()) continue;  // released, or never admitted
     ZL_RETURN_IF_ERROR(p.check_sequence(*seq, refcounts));
     Impl::SlotUse use = p.slot_use(*seq);
     internal_slots += use.internal;
-    ahead_slots += use.ahead;
+    held_ahead += use.ahead;
   }
-  if (internal_slots != p.internal_slots || ahead_slots != p.ahead_slots) {
+  if (internal_slots != p.internal_slots || held_ahead != ahead_slots()) {
     return internal_error("slot accounting says ", p.internal_slots, " internal and ",
-                          p.ahead_slots, " ahead; live sequences hold ", internal_slots, " and ",
-                          ahead_slots);
+                          ahead_slots(), " ahead; live sequences hold ", internal_slots, " and ",
+                          held_ahead);
   }
   ZL_RETURN_IF_ERROR(p.check_blocks(refcounts));
   return p.check_lru();
