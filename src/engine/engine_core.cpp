@@ -354,7 +354,7 @@ void EngineCore::update(Clock::time_point now) {
   for (size_t row = 0; row < num_rows; ++row) {
     if (row + kRowsAhead < num_rows) prefetch_row_state(row + kRowsAhead);
     if (row + kRowsAhead / 2 < num_rows) prefetch_token_slot(row + kRowsAhead / 2);
-    if (row < num_decode_rows_) commit_computed(scheduled_[row], now);
+    if (row < num_decode_rows_) commit_decode(scheduled_[row], now);
     sample_next(row_seqs_[row], &logits_[row * vocab], greedy_tokens_[row], now, row >= num_kept);
     if (row + 1 == num_kept) kept_generated = generation_tokens_total_ - generated_before;
     if (keep) keep = keep_row(row, &next_rows, &next_greedy);
@@ -404,12 +404,27 @@ void EngineCore::commit_computed(const Scheduled& s, Clock::time_point now) {
   const bool prompt_chunk = seq->num_computed < seq->num_prompt_tokens;
   seq->num_computed += s.num_tokens;
   pool_.commit(seq->blocks, seq->tokens, seq->num_computed, prompt_chunk ? INT32_MAX : 0);
-  if (!prompt_chunk && static_cast<int32_t>(to_sign_.size()) < signs_per_step_ && pool_.has_block_to_sign(seq->blocks))
-    queue_signing(seq);
+  if (!prompt_chunk) queue_signing_if_due(seq);
   // Read prefilled_at (a cold line) only in the step that completes the prompt.
   const bool prompt_done = seq->num_computed >= seq->num_prompt_tokens;
   if (prompt_done && seq->num_computed - s.num_tokens < seq->num_prompt_tokens && seq->prefilled_at == Clock::time_point())
     seq->prefilled_at = now;
+}
+
+// commit_computed() for a decode row, short for the common case: a token
+// after the prompt (whose blocks are signed a few a step, as computed).
+void EngineCore::commit_decode(const Scheduled& s, Clock::time_point now) {
+  Sequence* seq = s.seq;
+  if (seq->num_computed < seq->num_prompt_tokens) return commit_computed(s, now);  // the prompt's last token
+  ++seq->num_computed;
+  pool_.commit_decode(seq->blocks);
+  queue_signing_if_due(seq);
+}
+
+// A decode that completed a block queues it, while the step has room.
+void EngineCore::queue_signing_if_due(Sequence* seq) {
+  if (static_cast<int32_t>(to_sign_.size()) < signs_per_step_ && pool_.has_block_to_sign(seq->blocks))
+    queue_signing(seq);
 }
 
 // Signing a block reads its tokens, its table entry, the sequence's salt, the

@@ -72,6 +72,7 @@ class EngineCore {
   void schedule();
   bool reserve(Sequence* seq, int32_t num_tokens);
   void queue_signing(Sequence* seq);
+  void queue_signing_if_due(Sequence* seq);
   void sign_queued();
   void sign_all(Sequence* seq);
   void add_to_batch(Sequence* seq, int32_t num_tokens);
@@ -80,6 +81,7 @@ class EngineCore {
   void preempt_last();
   void update(Clock::time_point now);
   void commit_computed(const Scheduled& s, Clock::time_point now);
+  void commit_decode(const Scheduled& s, Clock::time_point now);
   // record_inter_token: false when update() records the step's inter-token
   // times at once.
   void sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now, bool record_inter_token);
