@@ -67,24 +67,28 @@ class EngineCore {
     int32_t num_tokens;
   };
 
+  // The four marked always_inline run for every row of every step, all from
+  // update()'s row loop: as calls (GCC's size limits kept sample_next and
+  // keep_row out of line) each cost a prologue and epilogue, and the row's
+  // fields were loaded again after each.
   void admit_waiting();
   bool compact_for(int32_t max_total_tokens);
   void schedule();
   bool reserve(Sequence* seq, int32_t num_tokens);
   void queue_signing(Sequence* seq);
-  void queue_signing_if_due(Sequence* seq);
+  [[gnu::always_inline]] inline void queue_signing_if_due(Sequence* seq);
   void sign_queued();
   void sign_all(Sequence* seq);
   void add_to_batch(Sequence* seq, int32_t num_tokens);
   void add_prefill_chunks(int32_t budget);
-  bool keep_row(size_t row, size_t* next_rows, int32_t* next_greedy);
+  [[gnu::always_inline]] inline bool keep_row(size_t row, size_t* next_rows, int32_t* next_greedy);
   void preempt_last();
   void update(Clock::time_point now);
   void commit_computed(const Scheduled& s, Clock::time_point now);
-  void commit_decode(const Scheduled& s, Clock::time_point now);
+  [[gnu::always_inline]] inline void commit_decode(const Scheduled& s, Clock::time_point now);
   // record_inter_token: false when update() records the step's inter-token
   // times at once.
-  void sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now, bool record_inter_token);
+  [[gnu::always_inline]] inline void sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now, bool record_inter_token);
   void finish(Sequence* seq, FinishReason reason, const char* detail, Clock::time_point now);
   void finish_by_id(RequestId id, FinishReason reason, const char* detail);
   void publish();
