@@ -85,12 +85,10 @@ void OutputStage::copy_top(uint32_t slot, std::span<const TokenLogprob> top) {
 void OutputStage::publish() {
   const uint32_t published = write_.load(std::memory_order_relaxed);
   if (published == write_local_) return;
-  // Few records for a sleeping stage with nothing left to do: delivering
-  // them here costs less than waking it (kInlineRecords). A napping stage
-  // comes back for them by itself.
-  if ((!thread_.joinable() || (write_local_ - published <= max_inline_records_ &&
-                                sleeping_.load(std::memory_order_relaxed) == kAsleep)) &&
-      try_lock_delivery()) {
+  // Few records and a stage with nothing left to do: delivering them here
+  // costs less than waking the stage, or than waiting for its nap to end
+  // (kInlineRecords).
+  if ((!thread_.joinable() || write_local_ - published <= max_inline_records_) && try_lock_delivery()) {
     if (read_.load(std::memory_order_relaxed) == published) {
       deliver(published, write_local_);
       read_.store(write_local_, std::memory_order_relaxed);

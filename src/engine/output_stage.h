@@ -24,8 +24,8 @@
 // and the engine never wakes it. Only after a few intervals without records
 // does it sleep for good, and the next publish wakes it.
 //
-// A step with few records (a lone stream's token), while the stage sleeps,
-// is delivered by the engine thread itself: cheaper than waking the stage. Either way one thread
+// A step with few records (a lone stream's), while the stage is idle, is
+// delivered by the engine thread itself: cheaper than waking the stage. Either way one thread
 // at a time delivers, in ring order. Without start_thread() (tests driving
 // EngineCore directly) publish() always delivers on the calling thread.
 #pragma once
@@ -72,14 +72,16 @@ struct RequestOutput {
 
 class OutputStage {
  public:
-  // Up to this many records (a lone stream's token) the engine thread
-  // delivers them itself when the stage sleeps, rather than wake it (a futex
-  // wake, several µs). Delivering costs the engine ~1 µs a record (the
-  // request's output state and the vocabulary are cold after a forward
-  // pass: engine_bench --mode gap on a 2-vCPU EPYC VM), so more are cheaper
-  // woken once: the stage then naps between steps and needs no more wakes.
-  // (At 32, 16 sequences spent ~12 of their ~19 µs gap delivering.)
-  static constexpr uint32_t kInlineRecords = 1;
+  // Up to this many records (a lone stream's step: its token, and at its
+  // end the finish and retire records) the engine thread delivers them
+  // itself when the stage is idle, rather than wake the stage (a futex wake,
+  // and on busy cores a wait for it to run) or leave them for the end of
+  // its nap: a lone 1-token request's round trip took ~160 µs longer so
+  // (shm_bench, 2-vCPU EPYC VM). Delivering costs the engine ~1 µs a record
+  // (the request's output state and the vocabulary are cold after a forward
+  // pass), inside the scheduling gap, so more records go to the stage. (At
+  // 32, 16 sequences spent ~12 of their ~19 µs gap delivering.)
+  static constexpr uint32_t kInlineRecords = 3;
 
   // on_stop_string(id) is called on the delivering thread when a stop string
   // ends request `id`; the engine must then finish it (it may already have).
@@ -97,8 +99,6 @@ class OutputStage {
 
   // Times publish() woke the stage (tests: none while records keep coming).
   uint64_t num_wakes() const { return num_wakes_.load(std::memory_order_relaxed); }
-  // Whether the stage sleeps until woken (tests wait for it).
-  bool asleep() const { return sleeping_.load(std::memory_order_acquire) == kAsleep; }
 
   // Engine thread. `top` (at most kMaxTopLogprobs entries) is copied.
   void push_token(RequestOutput* out, int32_t token, float logprob, std::span<const TokenLogprob> top) {

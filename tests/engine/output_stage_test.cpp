@@ -115,11 +115,9 @@ TEST(OutputStageTest, ThreadedSmallStepIsDeliveredByThePublisherLargeOnesByTheSt
   h.stage.start_thread();
   auto small = std::make_shared<ThreadSink>();
   RequestOutput* out = h.make(1, small);
-  // Having delivered nothing, the stage goes to sleep at once.
-  while (!h.stage.asleep()) std::this_thread::yield();
   h.stage.push_token(out, 'a', 0.0f, {});
   h.stage.publish();
-  // The sleeping stage takes no part: the event is already there, on this thread.
+  // The idle stage takes no part: the event is already there, on this thread.
   ASSERT_EQ(small->tokens.size(), 1u);
   EXPECT_EQ(small->threads[0], std::this_thread::get_id());
   h.finish(out, FinishReason::kLength, 1);
