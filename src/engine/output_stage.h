@@ -25,9 +25,10 @@
 // does it sleep for good, and the next publish wakes it.
 //
 // A step with few records (a lone stream's), while the stage is idle, is
-// delivered by the engine thread itself: cheaper than waking the stage. Either way one thread
-// at a time delivers, in ring order. Without start_thread() (tests driving
-// EngineCore directly) publish() always delivers on the calling thread.
+// delivered by the engine thread itself: cheaper than waking the stage.
+// Either way one thread at a time delivers, in ring order. Without
+// start_thread() (tests driving EngineCore directly) publish() always
+// delivers on the calling thread.
 #pragma once
 
 #include <atomic>
