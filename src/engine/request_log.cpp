@@ -58,10 +58,12 @@ void RequestLog::record(const Sequence& seq, FinishReason reason, Clock::time_po
 
 void RequestLog::on_step(Clock::time_point end) {
   const int64_t end_ns = monotonic_ns(end);
-  step_end_ns_[num_steps_++ % kNumStepTimes] = end_ns;
-  if (num_steps_ < 2) return;  // the first step's duration is not known
-  const uint64_t duration = uint64_t(end_ns - step_end_ns_[(num_steps_ - 2) % kNumStepTimes]);
-  // Steps at most num_steps_ - kNumStepTimes + 1 have lost their start.
+  const int64_t previous_end_ns = last_end_ns_;
+  last_end_ns_ = end_ns;
+  if (++num_steps_ < 2) return;  // the first step's duration is not known
+  const uint64_t duration = uint64_t(end_ns - previous_end_ns);
+  step_ns_[(num_steps_ - 1) % kNumStepTimes] = uint32_t(std::min<uint64_t>(duration, std::numeric_limits<uint32_t>::max()));
+  // fill_decode_steps() reports steps from num_steps_ - kNumStepTimes + 2 on.
   const uint64_t oldest_known = num_steps_ > kNumStepTimes ? num_steps_ - kNumStepTimes + 2 : 2;
   while (longest_head_ != longest_tail_ && longest_[longest_head_ % kNumStepTimes].step < oldest_known) ++longest_head_;
   while (longest_head_ != longest_tail_ && longest_[(longest_tail_ - 1) % kNumStepTimes].duration_ns <= duration)
@@ -94,11 +96,13 @@ void RequestLog::fill_decode_steps(const Sequence& seq, zl_stats_request& r) con
   const uint64_t since = std::max(first, oldest) + 1;
   r.decode_step_max_ns = longest_step_since(since);
   const uint64_t last_kept = std::min<uint64_t>(num_steps_, since + ZL_STATS_MAX_DECODE_STEPS - 1);
-  uint32_t kept = 0;
-  for (uint64_t step = since; step <= last_kept; ++step) {
-    const uint64_t d = uint64_t(step_end_ns_[(step - 1) % kNumStepTimes] - step_end_ns_[(step - 2) % kNumStepTimes]);
-    r.decode_step_ns[kept++] = uint32_t(std::min<uint64_t>(d, std::numeric_limits<uint32_t>::max()));
-  }
+  if (since > last_kept) return;
+  // Steps [since, last_kept] sit at [since - 1, last_kept - 1] modulo the ring.
+  const size_t count = static_cast<size_t>(last_kept - since + 1);
+  const size_t begin = static_cast<size_t>((since - 1) % kNumStepTimes);
+  const size_t before_wrap = std::min(count, static_cast<size_t>(kNumStepTimes) - begin);
+  std::memcpy(r.decode_step_ns, step_ns_.data() + begin, before_wrap * sizeof(uint32_t));
+  std::memcpy(r.decode_step_ns + before_wrap, step_ns_.data(), (count - before_wrap) * sizeof(uint32_t));
 }
 
 void RequestLog::publish(const zl_stats_request& record) {

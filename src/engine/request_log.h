@@ -2,15 +2,16 @@
 // makes the request's record from its trace (request_trace.h), adds its
 // phases to the phase histograms, and, while a stats region is attached,
 // writes it into the region's ring of recent requests under the record's own
-// seqlock. Decode steps come from the end times of the engine's last
+// seqlock. Decode steps come from the durations of the engine's last
 // kNumStepTimes steps (one store per step): a decoding sequence is in every
 // step (decodes are scheduled first), so its steps are the engine's steps
 // from its first token to its end.
 //
 // Engine thread only. No allocation; a record costs one copy into the ring,
-// a pass over at most ZL_STATS_MAX_DECODE_STEPS of its decode steps and a
-// binary search for the longest of them (a step ends in O(1) amortized), so
-// the step in which many requests finish stays short.
+// a copy of at most ZL_STATS_MAX_DECODE_STEPS of those durations (in the
+// record's own format, so one or two memcpy) and a binary search for the
+// longest of them (a step ends in O(1) amortized), so the step in which many
+// requests finish stays short.
 #pragma once
 
 #include <array>
@@ -49,7 +50,10 @@ class RequestLog {
   uint64_t longest_step_since(uint64_t first) const;
   void publish(const zl_stats_request& record);
 
-  std::array<int64_t, kNumStepTimes> step_end_ns_{};  // [step % kNumStepTimes]
+  // Step k's duration (the time since step k - 1 ended), saturated as in
+  // zl_stats_request::decode_step_ns, at [(k - 1) % kNumStepTimes]; k >= 2.
+  std::array<uint32_t, kNumStepTimes> step_ns_{};
+  int64_t last_end_ns_ = 0;
   uint64_t num_steps_ = 0;
   // Steps whose durations are known (within the ring) and longer than every
   // later one, oldest first: a monotonic queue in a ring of positions
