@@ -62,10 +62,10 @@ void RequestLog::on_step(Clock::time_point end) {
   last_end_ns_ = end_ns;
   if (++num_steps_ < 2) return;  // the first step's duration is not known
   const uint64_t duration = uint64_t(end_ns - previous_end_ns);
-  step_ns_[(num_steps_ - 1) % kNumStepTimes] = uint32_t(std::min<uint64_t>(duration, std::numeric_limits<uint32_t>::max()));
-  // fill_decode_steps() reports steps from num_steps_ - kNumStepTimes + 2 on.
-  const uint64_t oldest_known = num_steps_ > kNumStepTimes ? num_steps_ - kNumStepTimes + 2 : 2;
-  while (longest_head_ != longest_tail_ && longest_[longest_head_ % kNumStepTimes].step < oldest_known) ++longest_head_;
+  const uint64_t clamped = std::min<uint64_t>(duration, std::numeric_limits<uint32_t>::max());
+  step_ns_[(num_steps_ - 1) % kNumStepTimes] = uint32_t(clamped);
+  const uint64_t oldest = oldest_reported_step();
+  while (longest_head_ != longest_tail_ && longest_[longest_head_ % kNumStepTimes].step < oldest) ++longest_head_;
   while (longest_head_ != longest_tail_ && longest_[(longest_tail_ - 1) % kNumStepTimes].duration_ns <= duration)
     --longest_tail_;
   longest_[longest_tail_++ % kNumStepTimes] = TimedStep{num_steps_, duration};
@@ -92,8 +92,7 @@ void RequestLog::fill_decode_steps(const Sequence& seq, zl_stats_request& r) con
   const uint64_t first = seq.trace.last_prefill_step;
   if (first == 0 || first > num_steps_) return;
   r.num_decode_steps = static_cast<uint32_t>(num_steps_ - first);
-  const uint64_t oldest = num_steps_ > kNumStepTimes ? num_steps_ - kNumStepTimes + 1 : 1;
-  const uint64_t since = std::max(first, oldest) + 1;
+  const uint64_t since = std::max(first + 1, oldest_reported_step());
   r.decode_step_max_ns = longest_step_since(since);
   const uint64_t last_kept = std::min<uint64_t>(num_steps_, since + ZL_STATS_MAX_DECODE_STEPS - 1);
   if (since > last_kept) return;

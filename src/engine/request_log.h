@@ -48,6 +48,10 @@ class RequestLog {
   void fill_decode_steps(const Sequence& seq, zl_stats_request& r) const;
   // The longest duration of steps [first, num_steps_] (0 if none is known).
   uint64_t longest_step_since(uint64_t first) const;
+  // The oldest step whose duration is reported (fill_decode_steps() and the
+  // longest-step queue both start there): step 2, the first with a known
+  // duration, or once step_ns_ has wrapped, the second-oldest step it holds.
+  uint64_t oldest_reported_step() const { return num_steps_ > kNumStepTimes ? num_steps_ - kNumStepTimes + 2 : 2; }
   void publish(const zl_stats_request& record);
 
   // Step k's duration (the time since step k - 1 ended), saturated as in

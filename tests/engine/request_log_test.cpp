@@ -48,7 +48,8 @@ TEST(RequestLogTest, LongestDecodeStepMatchesBruteForceAcrossTheRingWrap) {
     ASSERT_EQ(r.decode_step_max_ns, expected) << "step " << step << " since " << since;
     ASSERT_EQ(r.num_decode_steps, step - seq.trace.last_prefill_step);
     const uint64_t kept = since > step ? 0 : std::min<uint64_t>(step - since + 1, ZL_STATS_MAX_DECODE_STEPS);
-    for (uint64_t i = 0; i < kept; ++i) ASSERT_EQ(r.decode_step_ns[i], durations[since - 1 + i]) << "step " << step << " entry " << i;
+    for (uint64_t i = 0; i < kept; ++i)
+      ASSERT_EQ(r.decode_step_ns[i], durations[since - 1 + i]) << "step " << step << " entry " << i;
   }
 }
 
