@@ -47,6 +47,11 @@ struct EngineConfig {
   double kv_cache_fraction = 0.25;    // used when kv_cache_bytes == 0
   int32_t block_size = 16;            // tokens per KV block
   CachePolicy cache_policy = CachePolicy::kContiguous;
+  // Overlap scheduling (CPU, contiguous policy): while one forward pass of
+  // plain-greedy rows runs, the engine samples the one before and plans the
+  // next, which starts on the previous pass's tokens as soon as it ends. A
+  // sequence that stopped computes one token that is discarded.
+  bool overlap_scheduling = true;
   WeightFormat weight_format;         // --dtype / --quantization conversion at load
   std::function<void(int, int)> load_progress;  // (tensors done, total), while loading
 };
@@ -59,6 +64,8 @@ struct EngineStats {
   int64_t num_finished = 0;
   int64_t num_finished_by_reason[4] = {};  // indexed by FinishReason
   int64_t num_preemptions = 0;
+  // Passes queued while the one before still ran (overlap scheduling).
+  int64_t num_overlapped_passes = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   KvPoolStats kv;

@@ -22,6 +22,16 @@
 // a compaction, a paged table that must grow, or more decodes than the token
 // budget make schedule() build the batch anew instead.
 // The sequences that finish in a step give their blocks back together.
+// With overlap scheduling (contiguous, CPU) the forward passes run on a
+// runner thread and a step is: plan the next pass as if the running one had
+// ended (each sequence counts the tokens it has in that pass, and a greedy
+// row there becomes a decode here whose token the runner copies from the
+// running pass's argmax), queue it, then wait for the running pass and
+// commit, sample and publish it while the queued one runs. A sequence that
+// finishes meanwhile may have one queued row, computed and dropped; it keeps
+// its blocks and its finish event until that pass ends. Passes that sample
+// (a sampler needs the logits before the next token is known) and
+// admissions that need compaction run with nothing queued behind them.
 #include "engine/engine_core.h"
 
 #include <algorithm>
@@ -61,15 +71,18 @@ EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& c
                                                          output_capacity(config))),
       output_(output ? output : own_output_.get()) {
   const size_t max_seqs = static_cast<size_t>(config.max_num_seqs);
-  batch_tokens_.reserve(static_cast<size_t>(config.max_num_batched_tokens));
-  batch_chunks_.reserve(max_seqs);
-  batch_rows_.reserve(max_seqs);
-  row_seqs_.reserve(max_seqs);
-  scheduled_.reserve(max_seqs);
+  for (StepPlan& plan : plans_) {
+    plan.tokens.reserve(static_cast<size_t>(config.max_num_batched_tokens));
+    plan.chunks.reserve(max_seqs);
+    plan.rows.reserve(max_seqs);
+    plan.row_seqs.reserve(max_seqs);
+    plan.scheduled.reserve(max_seqs);
+    plan.greedy.resize(max_seqs);
+    plan.feeds.reserve(max_seqs);
+  }
   running_.reserve(max_seqs);
   waiting_.reserve(static_cast<size_t>(config.max_num_waiting) + max_seqs);
   logits_.resize(max_seqs * static_cast<size_t>(model.config().vocab_size));
-  greedy_tokens_.resize(max_seqs);
   to_sign_.reserve(static_cast<size_t>(signs_per_step_));
   prepared_signs_.reserve(static_cast<size_t>(signs_per_step_));
   live_scratch_.reserve(max_seqs);
@@ -80,6 +93,10 @@ EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& c
   const size_t table_capacity = static_cast<size_t>(std::min<int64_t>(blocks_per_seq, cache.num_blocks()));
   spare_tables_.resize(max_seqs);
   for (std::vector<int32_t>& table : spare_tables_) table.reserve(table_capacity);
+  // Preemption (paged, hybrid) and a device model's own streams are not
+  // ready for a pass in flight while the engine plans the next.
+  if (config.overlap_scheduling && config.cache_policy == CachePolicy::kContiguous && config.device.kind == Device::Kind::kCpu)
+    runner_ = std::make_unique<ForwardRunner>(model, cache);
 }
 
 void EngineCore::lend_table(SeqBlocks& blocks) {
@@ -132,8 +149,13 @@ void EngineCore::finish_by_id(RequestId id, FinishReason reason, const char* det
 }
 
 void EngineCore::abort_all() {
+  if (pass_running()) {  // its results are not needed
+    runner_->wait();
+    committed_plan_ = inflight_->id;
+  }
   Clock::time_point now = Clock::now();
-  for (auto& seq : running_) finish(seq.get(), FinishReason::kAborted, "engine shut down", now);
+  for (auto& seq : running_)
+    if (seq->state == SeqState::kRunning) finish(seq.get(), FinishReason::kAborted, "engine shut down", now);
   for (auto& seq : waiting_) {
     finish(seq.get(), FinishReason::kAborted, "engine shut down", now);
     output_->push_retire(seq.release());
@@ -155,13 +177,15 @@ void EngineCore::publish() {
   }
 }
 
-void EngineCore::admit_waiting() {
+void EngineCore::admit_waiting(bool may_compact) {
   ++admit_round_;
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.back().get();
     lend_table(seq->blocks);  // a spare exists: fewer than max_num_seqs run
     AdmitOutcome outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks);
-    if (outcome == AdmitOutcome::kWait && compact_for(seq->max_total_tokens))
+    if (outcome == AdmitOutcome::kWait && !may_compact && pool_.compaction_may_help(seq->max_total_tokens))
+      need_drain_ = true;
+    else if (outcome == AdmitOutcome::kWait && compact_for(seq->max_total_tokens))
       outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks);
     if (outcome != AdmitOutcome::kAdmitted) take_back_table(seq->blocks);
     if (outcome == AdmitOutcome::kWait) break;
@@ -228,45 +252,63 @@ void EngineCore::preempt_last() {
   insert_waiting(std::move(victim));
 }
 
-void EngineCore::add_to_batch(Sequence* seq, int32_t num_tokens) {
-  const int32_t begin = static_cast<int32_t>(batch_tokens_.size());
-  const auto first = seq->tokens.begin() + seq->num_computed;
-  if (num_tokens == 1) {
-    batch_tokens_.push_back(*first);  // a decode: cheaper than a range insert
+void EngineCore::add_to_batch(Sequence* seq, int32_t start, int32_t num_tokens, int32_t feed_row) {
+  const int32_t begin = static_cast<int32_t>(plan_->tokens.size());
+  const auto first = seq->tokens.begin() + start;
+  if (feed_row >= 0) {
+    plan_->feeds.push_back(FeedRow{begin, feed_row});
+    plan_->tokens.push_back(0);  // the runner writes it before the pass
+  } else if (num_tokens == 1) {
+    plan_->tokens.push_back(*first);  // a decode: cheaper than a range insert
   } else {
-    batch_tokens_.insert(batch_tokens_.end(), first, first + num_tokens);
+    plan_->tokens.insert(plan_->tokens.end(), first, first + num_tokens);
   }
-  batch_chunks_.push_back(SeqChunk{begin, num_tokens, seq->num_computed, seq->blocks.table});
-  if (seq->num_computed + num_tokens == static_cast<int32_t>(seq->tokens.size())) {
-    batch_rows_.push_back(begin + num_tokens - 1);
-    row_seqs_.push_back(seq);
-    num_greedy_rows_ += seq->plain_greedy;
+  plan_->chunks.push_back(SeqChunk{begin, num_tokens, start, seq->blocks.table});
+  if (feed_row >= 0 || start + num_tokens == static_cast<int32_t>(seq->tokens.size())) {
+    plan_->rows.push_back(begin + num_tokens - 1);
+    plan_->row_seqs.push_back(seq);
+    plan_->num_greedy_rows += seq->plain_greedy;
   }
-  scheduled_.push_back(Scheduled{seq, num_tokens});
+  plan_->scheduled.push_back(Scheduled{seq, num_tokens});
 }
 
 void EngineCore::schedule() {
   const int32_t budget = config_.max_num_batched_tokens;
-  batch_reused_ = rows_kept_ && num_decode_rows_ > 0 && static_cast<int32_t>(num_decode_rows_) <= budget;
-  if (batch_reused_) {
-    // Rows [0, num_decode_rows_) are every running sequence that decodes,
+  plan_->reused = rows_kept_ && plan_->num_decode_rows > 0 && static_cast<int32_t>(plan_->num_decode_rows) <= budget;
+  plan_->feeds.clear();
+  if (plan_->reused) {
+    // Rows [0, plan_->num_decode_rows) are every running sequence that decodes,
     // advanced by update(); the rest of running_ prefills.
-    if (running_.size() > num_decode_rows_) add_prefill_chunks(budget - static_cast<int32_t>(num_decode_rows_));
+    if (running_.size() > plan_->num_decode_rows) add_prefill_chunks(budget - static_cast<int32_t>(plan_->num_decode_rows));
     return;
   }
-  batch_tokens_.clear();
-  batch_chunks_.clear();
-  batch_rows_.clear();
-  row_seqs_.clear();
-  scheduled_.clear();
-  num_greedy_rows_ = 0;
+  plan_->tokens.clear();
+  plan_->chunks.clear();
+  plan_->rows.clear();
+  plan_->row_seqs.clear();
+  plan_->scheduled.clear();
+  plan_->num_greedy_rows = 0;
   int32_t left = budget;
   // Decodes first. A decode that finds no block preempts the latest admitted
   // sequence (possibly itself); running_ only shrinks from the back here.
+  // With a pass in flight, a sequence's state is taken as after that pass:
+  // a row that samples there decodes here on the token it will sample.
   size_t i = 0;
   for (; i < running_.size() && left > 0; ++i) {
     Sequence* seq = running_[i].get();
-    if (seq->num_pending() != 1) continue;
+    if (seq->state != SeqState::kRunning) continue;  // finished, its pass still running
+    const bool fed = in_flight(seq) && seq->plan_row >= 0;
+    if (fed) {
+      CHECK(seq->plain_greedy) << "a sampled row's next token is not known before the engine samples it";
+      // Its in-flight row samples its last token: it finishes by length.
+      if (static_cast<int32_t>(seq->tokens.size()) + 1 >= seq->max_total_tokens) continue;
+      const int32_t start = seq->num_computed + seq->plan_tokens;
+      CHECK(reserve(seq, start + 1)) << "a contiguous reservation covers every decode";
+      add_to_batch(seq, start, 1, seq->plan_row);
+      left -= 1;
+      continue;
+    }
+    if (seq->num_pending() - (in_flight(seq) ? seq->plan_tokens : 0) != 1) continue;
     bool has_room = reserve(seq, static_cast<int32_t>(seq->tokens.size()));
     while (!has_room && running_.back().get() != seq) {
       preempt_last();
@@ -276,77 +318,142 @@ void EngineCore::schedule() {
       preempt_last();  // seq itself is last
       break;
     }
-    add_to_batch(seq, 1);
+    add_to_batch(seq, static_cast<int32_t>(seq->tokens.size()) - 1, 1);
     left -= 1;
   }
-  num_decode_rows_ = scheduled_.size();
+  plan_->num_decode_rows = plan_->scheduled.size();
   // The loop stops early only for the budget (or after preempting the last).
-  all_decoders_scheduled_ = left > 0 || i >= running_.size();
+  plan_->all_decoders_scheduled = left > 0 || i >= running_.size();
   add_prefill_chunks(left);
   // Paged pools can deadlock with every sequence mid-prefill and no block
   // free: then give the latest admitted sequence's memory to the others.
-  if (scheduled_.empty() && running_.size() > 1) preempt_last();
+  // (Not while a pass runs: its sequences' blocks must stay.)
+  if (plan_->scheduled.empty() && running_.size() > 1 && !pass_running()) preempt_last();
 }
 
 // Prefill chunks in admission order with what is left of the budget.
 void EngineCore::add_prefill_chunks(int32_t budget) {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* seq = running_[i].get();
-    if (seq->num_pending() <= 1) continue;
-    int32_t chunk = std::min(seq->num_pending(), budget);
-    if (!reserve(seq, seq->num_computed + chunk)) continue;  // wait for memory
-    add_to_batch(seq, chunk);
+    if (seq->state != SeqState::kRunning || (in_flight(seq) && seq->plan_row >= 0)) continue;
+    const int32_t start = seq->num_computed + (in_flight(seq) ? seq->plan_tokens : 0);
+    const int32_t pending = static_cast<int32_t>(seq->tokens.size()) - start;
+    if (pending <= 1) continue;
+    int32_t chunk = std::min(pending, budget);
+    if (!reserve(seq, start + chunk)) continue;  // wait for memory
+    add_to_batch(seq, start, chunk);
     budget -= chunk;
   }
 }
 
 void EngineCore::step() {
-  admit_waiting();
+  if (pass_running()) return step_overlapped();
+  need_drain_ = false;
+  admit_waiting(/*may_compact=*/true);
   schedule();
-  if (scheduled_.empty()) return;
-  Clock::time_point start = Clock::now();
-  if (have_last_forward_) sched_gap_ns_.record(nanos_between(last_forward_end_, start));
-  ForwardBatch batch{batch_tokens_, batch_chunks_, batch_rows_};
-  const bool greedy_only = num_greedy_rows_ == static_cast<int32_t>(batch_rows_.size());
-  Status status = model_.forward(batch, cache_, logits_.data(), num_greedy_rows_ > 0 ? greedy_tokens_.data() : nullptr,
-                                 greedy_only);
-  Clock::time_point end = Clock::now();
-  batch_seqs_.record(scheduled_.size());
-  batch_tokens_hist_.record(batch_tokens_.size());
-  if (!status.ok()) {
-    for (const Scheduled& s : scheduled_) finish(s.seq, FinishReason::kError, status.message().c_str(), end);
-  } else {
-    update(end);
+  if (plan_->scheduled.empty()) return;
+  if (runner_ && plan_->num_greedy_rows == static_cast<int32_t>(plan_->rows.size())) {
+    submit_plan();  // the next step plans beside it
+    std::swap(plan_, inflight_);
+    return;
   }
+  ForwardJob& job = plan_->job;
+  const bool greedy_only = plan_->num_greedy_rows == static_cast<int32_t>(plan_->rows.size());
+  job.start = Clock::now();
+  job.status = model_.forward(ForwardBatch{plan_->tokens, plan_->chunks, plan_->rows}, cache_, logits_.data(),
+                              plan_->num_greedy_rows > 0 ? plan_->greedy.data() : nullptr, greedy_only);
+  job.end = Clock::now();
+  finish_pass(job);
+}
+
+// A pass runs on the runner. Plan the next as if it had ended (schedule()
+// reads in_flight()), queue it behind, then wait for the running pass and
+// update it: the next pass starts on its greedy tokens at once, and this
+// bookkeeping runs beside it. A pass with sampled rows (their tokens come
+// from the sampler, here) or an admission waiting for compaction (which
+// moves KV blocks) is updated first instead, with nothing queued.
+void EngineCore::step_overlapped() {
+  const bool drain = need_drain_ || inflight_->num_greedy_rows != static_cast<int32_t>(inflight_->rows.size());
+  if (!drain) {
+    admit_waiting(/*may_compact=*/false);
+    schedule();
+    if (!plan_->scheduled.empty()) submit_plan();
+  }
+  std::swap(plan_, inflight_);  // plan_: the pass that is ending
+  const ForwardJob* job = runner_->wait();
+  CHECK(job == &plan_->job) << "the runner returned passes out of order";
+  finish_pass(*job);
+}
+
+// Hands plan_ to the runner and stamps its sequences with the pass's number
+// (see in_flight(): schedule() plans past the pass, reap_finished() keeps
+// their blocks until it ends).
+void EngineCore::submit_plan() {
+  StepPlan& plan = *plan_;
+  rows_kept_ = false;  // plans alternate between two buffers from now on
+  plan.id = ++next_plan_id_;
+  for (const Scheduled& s : plan.scheduled) {
+    s.seq->plan_id = plan.id;
+    s.seq->plan_tokens = s.num_tokens;
+    s.seq->plan_row = -1;
+  }
+  for (size_t row = 0; row < plan.row_seqs.size(); ++row) plan.row_seqs[row]->plan_row = static_cast<int32_t>(row);
+  ForwardJob& job = plan.job;
+  job.batch = ForwardBatch{plan.tokens, plan.chunks, plan.rows};
+  job.tokens = plan.tokens;
+  job.feeds = plan.feeds;
+  job.logits = logits_.data();
+  job.greedy_tokens = plan.num_greedy_rows > 0 ? plan.greedy.data() : nullptr;
+  job.greedy_only = plan.num_greedy_rows == static_cast<int32_t>(plan.rows.size());
+  num_overlapped_passes_ += pass_running();
+  runner_->submit(&job);
+}
+
+// plan_'s pass has ended (here or on the runner): record it, commit and
+// sample its rows, give finished sequences' blocks back, publish.
+void EngineCore::finish_pass(const ForwardJob& job) {
+  if (have_last_forward_) sched_gap_ns_.record(nanos_between(last_forward_end_, job.start));
+  batch_seqs_.record(plan_->scheduled.size());
+  batch_tokens_hist_.record(plan_->tokens.size());
+  if (!job.status.ok()) {
+    for (const Scheduled& s : plan_->scheduled)
+      if (s.seq->state == SeqState::kRunning) finish(s.seq, FinishReason::kError, job.status.message().c_str(), job.end);
+  } else {
+    update(job.end);
+  }
+  committed_plan_ = std::max(committed_plan_, plan_->id);
   reap_finished();
   publish();
   // The gap (sampling, publishing, scheduling) is measured only between
   // back-to-back steps, never across idle time.
   have_last_forward_ = has_work();
-  last_forward_end_ = end;
+  last_forward_end_ = job.end;
 }
 
 void EngineCore::update(Clock::time_point now) {
   constexpr size_t kRowsAhead = 16;
-  const size_t num_rows = row_seqs_.size();
+  const size_t num_rows = plan_->row_seqs.size();
   for (size_t row = 0; row < std::min(num_rows, kRowsAhead); ++row) prefetch_row_state(row);
   for (size_t row = 0; row < std::min(num_rows, kRowsAhead / 2); ++row) prefetch_token_slot(row);
   output_->prefetch_pushes(static_cast<uint32_t>(num_rows));
   request_log_.on_step(now);
   to_sign_.clear();
-  bool keep = all_decoders_scheduled_;
+  // Rows are kept only when no pass runs (plans alternate buffers then), and
+  // rows whose sequence finished while their pass ran are skipped.
+  bool keep = plan_->all_decoders_scheduled && !pass_running();
   // A decode row is committed and sampled in one visit, while its lines are
   // in L1; the prefill chunks after the decodes are committed first.
-  for (size_t i = num_decode_rows_; i < scheduled_.size(); ++i) {
-    commit_computed(scheduled_[i], now);
+  for (size_t i = plan_->num_decode_rows; i < plan_->scheduled.size(); ++i) {
+    if (plan_->scheduled[i].seq->state != SeqState::kRunning) continue;
+    commit_computed(plan_->scheduled[i], now);
     // A chunk that stopped one token short of the prompt's end leaves a
     // sequence that decodes next with no row to keep: build the batch anew.
-    if (scheduled_[i].seq->num_pending() == 1) keep = false;
+    if (plan_->scheduled[i].seq->num_pending() == 1) keep = false;
   }
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   // Kept decode rows all sampled their last token when the previous forward
   // pass ended: one inter-token time for all of them.
-  const size_t num_kept = batch_reused_ ? num_decode_rows_ : 0;
+  const size_t num_kept = plan_->reused ? plan_->num_decode_rows : 0;
   const int64_t generated_before = generation_tokens_total_;
   int64_t kept_generated = 0;
   size_t next_rows = 0;
@@ -354,8 +461,9 @@ void EngineCore::update(Clock::time_point now) {
   for (size_t row = 0; row < num_rows; ++row) {
     if (row + kRowsAhead < num_rows) prefetch_row_state(row + kRowsAhead);
     if (row + kRowsAhead / 2 < num_rows) prefetch_token_slot(row + kRowsAhead / 2);
-    if (row < num_decode_rows_) commit_decode(scheduled_[row], now);
-    sample_next(row_seqs_[row], &logits_[row * vocab], greedy_tokens_[row], now, row >= num_kept);
+    if (plan_->row_seqs[row]->state != SeqState::kRunning) continue;
+    if (row < plan_->num_decode_rows) commit_decode(plan_->scheduled[row], now);
+    sample_next(plan_->row_seqs[row], &logits_[row * vocab], plan_->greedy[row], now, row >= num_kept);
     if (row + 1 == num_kept) kept_generated = generation_tokens_total_ - generated_before;
     if (keep) keep = keep_row(row, &next_rows, &next_greedy);
   }
@@ -364,13 +472,13 @@ void EngineCore::update(Clock::time_point now) {
   // finish() above cleared rows_kept_; the rows kept here leave out its rows.
   rows_kept_ = keep;
   if (!keep) return;
-  batch_tokens_.resize(next_rows);
-  batch_chunks_.resize(next_rows);
-  batch_rows_.resize(next_rows);
-  row_seqs_.resize(next_rows);
-  scheduled_.resize(next_rows);
-  num_decode_rows_ = next_rows;
-  num_greedy_rows_ = next_greedy;
+  plan_->tokens.resize(next_rows);
+  plan_->chunks.resize(next_rows);
+  plan_->rows.resize(next_rows);
+  plan_->row_seqs.resize(next_rows);
+  plan_->scheduled.resize(next_rows);
+  plan_->num_decode_rows = next_rows;
+  plan_->num_greedy_rows = next_greedy;
 }
 
 // Row `row`'s sequence has just sampled, so if it still runs it decodes
@@ -379,20 +487,20 @@ void EngineCore::update(Clock::time_point now) {
 // update() reads it). False when a paged table must grow first: then
 // schedule() builds the next batch anew.
 bool EngineCore::keep_row(size_t row, size_t* next_rows, int32_t* next_greedy) {
-  Sequence* seq = row_seqs_[row];
+  Sequence* seq = plan_->row_seqs[row];
   if (seq->state != SeqState::kRunning) return true;
   if (static_cast<int32_t>(seq->tokens.size()) > seq->blocks.num_reserved_tokens) return false;
   const size_t k = (*next_rows)++;
   *next_greedy += seq->plain_greedy;
-  batch_tokens_[k] = seq->tokens.back();
-  if (k == row && row < num_decode_rows_) {  // a decode row staying where it is
-    batch_chunks_[k].start_pos = seq->num_computed;
+  plan_->tokens[k] = seq->tokens.back();
+  if (k == row && row < plan_->num_decode_rows) {  // a decode row staying where it is
+    plan_->chunks[k].start_pos = seq->num_computed;
     return true;
   }
-  batch_chunks_[k] = SeqChunk{static_cast<int32_t>(k), 1, seq->num_computed, seq->blocks.table};
-  batch_rows_[k] = static_cast<int32_t>(k);
-  row_seqs_[k] = seq;
-  scheduled_[k] = Scheduled{seq, 1};
+  plan_->chunks[k] = SeqChunk{static_cast<int32_t>(k), 1, seq->num_computed, seq->blocks.table};
+  plan_->rows[k] = static_cast<int32_t>(k);
+  plan_->row_seqs[k] = seq;
+  plan_->scheduled[k] = Scheduled{seq, 1};
   return true;
 }
 
@@ -515,7 +623,9 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   generation_tokens_hist_.record(static_cast<uint64_t>(seq->num_generated()));
   num_finished_by_reason_[static_cast<int>(reason)]++;
   request_log_.record(*seq, reason, now, Clock::now());
-  output_->push_finish(seq->output.release());
+  // A pass still writing its KV holds the event back until reap_finished()
+  // gives its blocks back: a finish event means its memory is free.
+  if (!in_flight(seq)) output_->push_finish(seq->output.release());
 }
 
 // The forward pass has streamed the KV cache through every cache level, so
@@ -526,13 +636,13 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
 // work on the rows in between. (A pass asking for every row's lines before
 // any work only waited on them: 12 µs of a 45 µs gap at 256 sequences.)
 void EngineCore::prefetch_row_state(size_t row) const {
-  const Sequence* seq = row_seqs_[row];
+  const Sequence* seq = plan_->row_seqs[row];
   __builtin_prefetch(seq, 1);
   __builtin_prefetch(&seq->blocks, 1);
 }
 
 void EngineCore::prefetch_token_slot(size_t row) const {
-  const Sequence* seq = row_seqs_[row];
+  const Sequence* seq = plan_->row_seqs[row];
   __builtin_prefetch(seq->tokens.data() + seq->tokens.size(), 1);
 }
 
@@ -545,13 +655,20 @@ void EngineCore::reap_finished() {
   if (!any_finished_) return;
   any_finished_ = false;
   releasing_.clear();
-  for (auto& seq : running_)
-    if (seq->state == SeqState::kFinished) releasing_.push_back(&seq->blocks);
+  for (auto& seq : running_) {
+    if (seq->state != SeqState::kFinished) continue;
+    if (in_flight(seq.get())) {
+      any_finished_ = true;  // a running pass still writes its KV: next time
+      continue;
+    }
+    releasing_.push_back(&seq->blocks);
+  }
   pool_.release(releasing_);
   for (SeqBlocks* blocks : releasing_) take_back_table(*blocks);
   auto kept = running_.begin();
   for (auto it = running_.begin(); it != running_.end(); ++it) {
-    if ((*it)->state == SeqState::kFinished) {
+    if ((*it)->state == SeqState::kFinished && !in_flight(it->get())) {
+      if ((*it)->output) output_->push_finish((*it)->output.release());
       output_->push_retire(it->release());
     } else {
       if (kept != it) *kept = std::move(*it);
@@ -570,6 +687,7 @@ EngineStats EngineCore::stats() const {
   for (int64_t n : num_finished_by_reason_) s.num_finished += n;
   std::copy(std::begin(num_finished_by_reason_), std::end(num_finished_by_reason_), s.num_finished_by_reason);
   s.num_preemptions = num_preemptions_;
+  s.num_overlapped_passes = num_overlapped_passes_;
   s.prompt_tokens_total = prompt_tokens_total_;
   s.generation_tokens_total = generation_tokens_total_;
   s.kv = pool_.stats();

@@ -2,7 +2,10 @@
 // pool and one step = admit → schedule → forward → update. The Engine runs it
 // on its own thread; tests drive step() directly, deterministically.
 //
-// Ownership: everything here belongs to the one thread that calls it.
+// Ownership: everything here belongs to the one thread that calls it, but
+// for a pass the ForwardRunner runs (overlap scheduling): its StepPlan's
+// tokens and results, logits_ and the KV it writes are the runner's until
+// runner_->wait() returns it.
 // After warm-up a step allocates nothing: batch buffers are sized once for
 // max_num_batched_tokens and max_num_seqs, block tables come from a free list
 // of max_num_seqs tables sized for the longest sequence, and compaction's
@@ -13,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/forward_runner.h"
 #include "engine/histogram.h"
 #include "engine/kv_pool.h"
 #include "engine/output_stage.h"
@@ -49,7 +53,8 @@ class EngineCore {
 
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   int32_t stats_num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
-  // One iteration: admit, schedule, one forward pass, sample, publish.
+  // One iteration: admit, schedule, one forward pass, sample, publish. With
+  // overlap (see step_overlapped()) the pass may still run when it returns.
   void step();
 
   EngineStats stats() const;
@@ -67,11 +72,34 @@ class EngineCore {
     int32_t num_tokens;
   };
 
+  // One forward pass: built by schedule(), read by update() after the pass.
+  // With overlap two alternate: one runs while the engine updates the one
+  // before it and builds the one after. Capacities are fixed at construction.
+  struct StepPlan {
+    std::vector<int32_t> tokens;         // [max_num_batched_tokens]
+    std::vector<SeqChunk> chunks;        // [max_num_seqs]
+    std::vector<int32_t> rows;           // [max_num_seqs] rows whose logits are sampled
+    std::vector<Sequence*> row_seqs;     // [max_num_seqs] the sequence of each row
+    std::vector<Scheduled> scheduled;    // [max_num_seqs]
+    std::vector<int32_t> greedy;         // [max_num_seqs] each logits row's argmax
+    std::vector<FeedRow> feeds;          // [max_num_seqs] tokens the runner copies in
+    int32_t num_greedy_rows = 0;         // rows of plain-greedy sequences
+    // Rows [0, num_decode_rows) are decodes: scheduled[row] is row_seqs[row]'s
+    // one token; prefill chunks follow them.
+    size_t num_decode_rows = 0;
+    bool reused = false;                 // the decode rows are kept ones
+    bool all_decoders_scheduled = true;  // schedule() left no decoding sequence out
+    uint64_t id = 0;                     // overlap: this pass's number (stamp_plan())
+    ForwardJob job;                      // overlap: what the runner reads and fills
+  };
+
   // The four marked always_inline run for every row of every step, all from
   // update()'s row loop: as calls (GCC's size limits kept sample_next and
   // keep_row out of line) each cost a prologue and epilogue, and the row's
   // fields were loaded again after each.
-  void admit_waiting();
+  // may_compact false: a pass runs, so no KV block may move (compaction
+  // waits for a drained step instead).
+  void admit_waiting(bool may_compact);
   bool compact_for(int32_t max_total_tokens);
   void schedule();
   bool reserve(Sequence* seq, int32_t num_tokens);
@@ -79,7 +107,14 @@ class EngineCore {
   [[gnu::always_inline]] inline void queue_signing_if_due(Sequence* seq);
   void sign_queued();
   void sign_all(Sequence* seq);
-  void add_to_batch(Sequence* seq, int32_t num_tokens);
+  // feed_row >= 0: the one token is the in-flight pass's greedy token of
+  // that row (overlap), else tokens from `start`.
+  void add_to_batch(Sequence* seq, int32_t start, int32_t num_tokens, int32_t feed_row = -1);
+  void step_overlapped();
+  void submit_plan();
+  void finish_pass(const ForwardJob& job);
+  bool in_flight(const Sequence* seq) const { return seq->plan_id > committed_plan_; }
+  bool pass_running() const { return runner_ && runner_->outstanding() > 0; }
   void add_prefill_chunks(int32_t budget);
   [[gnu::always_inline]] inline bool keep_row(size_t row, size_t* next_rows, int32_t* next_greedy);
   void preempt_last();
@@ -114,27 +149,26 @@ class EngineCore {
   // Running sequences in admission order (preemption takes the last).
   std::vector<std::unique_ptr<Sequence>> running_;
 
-  // The batch of the current step (capacity fixed at construction).
-  std::vector<int32_t> batch_tokens_;    // [max_num_batched_tokens]
-  std::vector<SeqChunk> batch_chunks_;   // [max_num_seqs]
-  std::vector<int32_t> batch_rows_;      // [max_num_seqs] rows whose logits are sampled
-  std::vector<Sequence*> row_seqs_;      // [max_num_seqs] the sequence of each row
-  std::vector<Scheduled> scheduled_;     // [max_num_seqs]
+  // The pass being built or updated, and the one in flight on the runner.
+  StepPlan plans_[2];
+  StepPlan* plan_ = &plans_[0];
+  StepPlan* inflight_ = &plans_[1];
   std::vector<float> logits_;            // [max_num_seqs, vocab_size]
-  std::vector<int32_t> greedy_tokens_;   // [max_num_seqs] each logits row's argmax
-  int32_t num_greedy_rows_ = 0;          // rows of plain-greedy sequences this step
-  // Rows [0, num_decode_rows_) are decodes: scheduled_[row] is
-  // row_seqs_[row]'s one token; prefill chunks follow them.
-  size_t num_decode_rows_ = 0;
-  // Those rows are the next decode of every running sequence that decodes,
-  // advanced by update() after sampling: schedule() keeps them and adds only
-  // prefill chunks. Cleared by preemption, compaction, any finish (update()
-  // keeps the rows anew after the finishes it makes) and whatever leaves a
-  // sequence decoding outside them (an admission or a prefill chunk that
-  // stops one token short of the prompt's end).
+  // Overlap scheduling: when on (config, CPU, contiguous), greedy passes run
+  // on the runner's thread and chain; see step_overlapped().
+  // Declared after what a pass reads, so that it is destroyed (waiting for
+  // the pass) first.
+  std::unique_ptr<ForwardRunner> runner_;
+  uint64_t next_plan_id_ = 0;            // passes submitted to the runner
+  uint64_t committed_plan_ = 0;          // the last of them updated
+  bool need_drain_ = false;              // compaction waits for no pass in flight
+  // The plan's decode rows are the next decode of every running sequence
+  // that decodes, advanced by update() after sampling: schedule() keeps them
+  // and adds only prefill chunks. Cleared by preemption, compaction, any
+  // finish (update() keeps the rows anew after the finishes it makes) and
+  // whatever leaves a sequence decoding outside them (an admission or a
+  // prefill chunk that stops one token short of the prompt's end).
   bool rows_kept_ = false;
-  bool batch_reused_ = false;            // this step's decode rows are kept ones
-  bool all_decoders_scheduled_ = true;   // schedule() left no decoding sequence out
   std::vector<Sequence*> to_sign_;       // [signs_per_step_] decodes whose next block is signed this step
   std::vector<KvPool::PreparedSign> prepared_signs_;  // [signs_per_step_] the same, hashed
   std::vector<SeqBlocks*> live_scratch_; // [max_num_seqs] compaction: the running sequences' blocks
@@ -153,6 +187,7 @@ class EngineCore {
   Histogram ttft_ns_, inter_token_ns_, e2e_ns_, queue_ns_, prefill_ns_, decode_ns_;
   Histogram prompt_tokens_hist_, generation_tokens_hist_;
   int64_t num_preemptions_ = 0;
+  int64_t num_overlapped_passes_ = 0;
   int64_t num_finished_by_reason_[4] = {};  // by FinishReason
   int64_t prompt_tokens_total_ = 0, generation_tokens_total_ = 0;
   RequestLog request_log_;               // per-request latency breakdowns

@@ -76,6 +76,11 @@ struct alignas(64) Sequence {
   SeqBlocks blocks;                   // its first line is hot
 
   const RequestId id;
+  // Overlap scheduling: the last pass submitted to the runner with this
+  // sequence in it, its tokens there and its logits row (-1: none).
+  uint64_t plan_id = 0;
+  int32_t plan_tokens = 0;
+  int32_t plan_row = -1;
   Clock::time_point first_token_at;
   Clock::time_point prefilled_at;
   Request request;

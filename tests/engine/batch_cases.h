@@ -38,7 +38,7 @@ inline std::vector<Case> make_cases(int n, int32_t vocab, int max_prompt, uint32
 }
 
 inline std::unique_ptr<Engine> make_engine(const std::string& model, CachePolicy policy, int max_num_seqs, int budget,
-                                           int64_t kv_bytes = 16 << 20, Device device = {}) {
+                                           int64_t kv_bytes = 16 << 20, Device device = {}, bool overlap = true) {
   EngineConfig config;
   config.model = model;
   config.device = device;
@@ -49,6 +49,7 @@ inline std::unique_ptr<Engine> make_engine(const std::string& model, CachePolicy
   config.cache_policy = policy;
   config.kv_cache_bytes = kv_bytes;
   config.block_size = 8;
+  config.overlap_scheduling = overlap;
   auto engine = Engine::create(config);
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
   return engine.ok() ? std::move(*engine) : nullptr;

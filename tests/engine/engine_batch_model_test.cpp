@@ -1,7 +1,8 @@
 // Batch invariance: N concurrent greedy requests (mixed prompt and output
 // lengths) produce exactly the tokens each produces alone, under every cache
-// policy, on dummy:tiny and on the real stories260K model. Also: priorities
-// order admission.
+// policy, on dummy:tiny and on the real stories260K model (each alone on an
+// engine without overlap scheduling; together with it under contiguous).
+// Also: overlap scheduling changes no token, and priorities order admission.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -29,7 +30,7 @@ TEST_P(BatchInvarianceTest, ConcurrentEqualsAlone) {
   }
   const int32_t vocab = model.rfind("dummy:", 0) == 0 ? 512 : 512;
   std::vector<Case> cases = make_cases(64, vocab, 80, 1234);
-  auto alone_engine = make_engine(model, policy, 1, 32);
+  auto alone_engine = make_engine(model, policy, 1, 32, 16 << 20, {}, /*overlap=*/false);
   ASSERT_NE(alone_engine, nullptr);
   std::vector<std::vector<int32_t>> alone;
   for (size_t i = 0; i < cases.size(); ++i) alone.push_back(run_all(*alone_engine, cases, i, 1)[0]);
@@ -75,6 +76,58 @@ TEST(CompactionTest, TightContiguousPoolCompactsWithoutChangingOutputs) {
   EXPECT_EQ(stats.kv.num_used_blocks, 0);
   RecordProperty("compactions", static_cast<int>(stats.kv.num_compactions));
   RecordProperty("block_moves", static_cast<int>(stats.kv.num_block_moves));
+}
+
+// Overlap scheduling changes when the engine plans and samples, never what is
+// computed: greedy and seeded sampled requests, many stopped early by a stop
+// token (their row in the pass already queued is computed and dropped), get
+// the same tokens and finish reasons as without it, and every block returns.
+TEST(OverlapTest, SameTokensAndFinishesAsWithout) {
+  const std::vector<Case> cases = make_cases(48, 512, 40, 7);
+  auto run = [&](bool overlap, EngineStats* stats) {
+    std::vector<std::pair<std::vector<int32_t>, FinishReason>> out;
+    auto engine = make_engine("dummy:tiny", CachePolicy::kContiguous, 64, 48, 16 << 20, {}, overlap);
+    if (engine == nullptr) return out;
+    std::vector<std::shared_ptr<test::CollectingSink>> sinks;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      auto sink = std::make_shared<test::CollectingSink>();
+      Request r;
+      r.prompt_ids = cases[i].prompt;
+      r.max_new_tokens = cases[i].max_new;
+      r.sampling.temperature = i % 3 == 2 ? 0.8f : 0.0f;
+      r.sampling.has_seed = true;
+      r.sampling.seed = i;
+      for (int32_t t = 3; t < 512; t += 23) r.stop_token_ids.push_back(t);  // ~4% of tokens stop
+      r.sink = sink;
+      EXPECT_TRUE(engine->submit(std::move(r)).ok());
+      sinks.push_back(sink);
+    }
+    for (auto& sink : sinks) {
+      EXPECT_TRUE(sink->wait());
+      EXPECT_EQ(sink->num_finish_events, 1);
+      out.emplace_back(sink->tokens, sink->finish.reason);
+    }
+    *stats = engine->stats();
+    return out;
+  };
+  EngineStats sync_stats, overlap_stats;
+  const auto sync = run(false, &sync_stats);
+  const auto overlapped = run(true, &overlap_stats);
+  ASSERT_EQ(sync.size(), cases.size());
+  ASSERT_EQ(overlapped.size(), cases.size());
+  int stopped = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(overlapped[i].first, sync[i].first) << "request " << i;
+    EXPECT_EQ(overlapped[i].second, sync[i].second) << "request " << i;
+    stopped += sync[i].second == FinishReason::kStop;
+  }
+  EXPECT_GT(stopped, 4);
+  EXPECT_EQ(sync_stats.num_overlapped_passes, 0);
+  EXPECT_GT(overlap_stats.num_overlapped_passes, 0);
+  EXPECT_EQ(overlap_stats.kv.num_used_blocks, 0);
+  EXPECT_EQ(sync_stats.kv.num_used_blocks, 0);
+  RecordProperty("stopped", stopped);
+  RecordProperty("overlapped_passes", static_cast<int>(overlap_stats.num_overlapped_passes));
 }
 
 TEST(PriorityTest, HigherPriorityIsAdmittedFirst) {

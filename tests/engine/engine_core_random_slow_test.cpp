@@ -4,7 +4,9 @@
 // thread, checking the pool's invariants after every operation. At the end
 // every block is free or cached, no refcount is held, and every accepted
 // request got exactly one terminal event. Under contiguous no request is
-// preempted or fails after admission.
+// preempted or fails after admission. Contiguous runs twice: with overlap
+// scheduling (aborts then also land while a pass runs and another is planned
+// past it) and without.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -27,7 +29,7 @@ struct CountingSink : EventSink {
   }
 };
 
-class EngineCoreRandomTest : public ::testing::TestWithParam<CachePolicy> {};
+class EngineCoreRandomTest : public ::testing::TestWithParam<std::tuple<CachePolicy, bool>> {};
 
 TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
   auto source = open_model("dummy:tiny");
@@ -38,7 +40,9 @@ TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
   EngineConfig config;
   config.max_num_seqs = 16;
   config.max_num_batched_tokens = 64;
-  config.cache_policy = GetParam();
+  const CachePolicy policy = std::get<0>(GetParam());
+  config.cache_policy = policy;
+  config.overlap_scheduling = std::get<1>(GetParam());
   LlamaModel model(source->config, *weights, pool, config.max_num_batched_tokens);
   auto cache = KvCache::create(source->config, 24, 8);  // 192 tokens: constant pressure
   ASSERT_TRUE(cache.ok());
@@ -100,9 +104,10 @@ TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
   }
   EXPECT_EQ(errors, 0);
   EXPECT_GT(stats.kv.prefix_hit_tokens, 0);
-  if (GetParam() == CachePolicy::kContiguous) {
+  EXPECT_EQ(stats.num_overlapped_passes > 0, config.overlap_scheduling && policy == CachePolicy::kContiguous);
+  if (policy == CachePolicy::kContiguous) {
     EXPECT_EQ(stats.num_preemptions, 0);
-  } else if (GetParam() == CachePolicy::kPaged) {
+  } else if (policy == CachePolicy::kPaged) {
     EXPECT_GT(stats.num_preemptions, 0) << "the pool was meant to force preemption";
   }
   RecordProperty("requests", static_cast<int>(sinks.size()));
@@ -110,8 +115,14 @@ TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, EngineCoreRandomTest,
-                         ::testing::Values(CachePolicy::kContiguous, CachePolicy::kPaged, CachePolicy::kHybrid),
-                         [](const auto& info) { return std::string(cache_policy_name(info.param)); });
+                         ::testing::Values(std::tuple{CachePolicy::kContiguous, true},
+                                           std::tuple{CachePolicy::kContiguous, false},
+                                           std::tuple{CachePolicy::kPaged, false},
+                                           std::tuple{CachePolicy::kHybrid, false}),
+                         [](const auto& info) {
+                           return std::string(cache_policy_name(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) ? "_overlap" : "");
+                         });
 
 }  // namespace
 }  // namespace zl

@@ -1,0 +1,112 @@
+#include "engine/forward_runner.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "engine/inbox.h"
+
+namespace zl {
+namespace {
+
+// How long the runner spins for the next job before sleeping: a few µs, so
+// that a job submitted right after the last one ended starts without a
+// futex wake, while an idle runner leaves the cores to the compute workers.
+constexpr int kSpinIterations = 2000;
+
+}  // namespace
+
+ForwardRunner::ForwardRunner(LlamaModel& model, KvCache& cache)
+    : model_(model), cache_(cache), thread_([this] { run(); }) {}
+
+ForwardRunner::~ForwardRunner() {
+  while (outstanding() > 0) wait();
+  // A count with no job behind it: the runner wakes (the futex word changed)
+  // and, seeing stop_, returns.
+  stop_.store(true, std::memory_order_seq_cst);
+  submitted_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&submitted_);
+  thread_.join();
+}
+
+void ForwardRunner::submit(ForwardJob* job) {
+  const uint32_t n = submitted_.load(std::memory_order_relaxed);
+  CHECK(n - returned_ < 2) << "more than two forward passes outstanding";
+  jobs_[n % 2] = job;
+  submitted_.store(n + 1, std::memory_order_seq_cst);  // publishes the job
+  if (runner_sleeping_.load(std::memory_order_seq_cst)) futex_wake_all(&submitted_);
+}
+
+// With a job queued behind the awaited one, the runner starts it without a
+// wake-up: a futex wake there cost the next pass 5-20 µs at 1-16 sequences
+// (the syscall, and the woken engine thread taking the runner's core before
+// the pass started). So the engine sleeps until 10 µs after the pass should
+// end (as long as the shorter of the last two took), then checks every
+// sixteenth of that, at least every 20 µs. With nothing queued, the runner
+// would idle anyway, and it wakes the engine.
+ForwardJob* ForwardRunner::wait() {
+  CHECK(outstanding() > 0) << "no forward pass to wait for";
+  const uint32_t want = returned_ + 1;
+  uint32_t done = done_.load(std::memory_order_acquire);
+  if (done < want && outstanding() == 2) {
+    const Clock::duration poll = std::max<Clock::duration>(std::chrono::microseconds(20), last_duration_ / 16);
+    Clock::time_point until = last_end_ + last_duration_ + std::chrono::microseconds(10);
+    while (done < want && outstanding() == 2) {
+      const Clock::time_point now = Clock::now();
+      if (until <= now) until = now + poll;
+      engine_sleeping_.store(1, std::memory_order_seq_cst);
+      done = done_.load(std::memory_order_seq_cst);
+      if (done < want) futex_wait_for(&done_, done, until - now);
+      engine_sleeping_.store(0, std::memory_order_relaxed);
+      done = done_.load(std::memory_order_acquire);
+    }
+  }
+  while (done < want) {
+    engine_sleeping_.store(1, std::memory_order_seq_cst);
+    done = done_.load(std::memory_order_seq_cst);
+    if (done < want) futex_wait(&done_, done);
+    engine_sleeping_.store(0, std::memory_order_relaxed);
+    done = done_.load(std::memory_order_acquire);
+  }
+  ForwardJob* job = jobs_[returned_++ % 2];
+  last_end_ = job->end;
+  // The shorter of the last two: one pass slowed down (its threads taken by
+  // other work) should not make the engine sleep through the next.
+  const Clock::duration duration = job->end - job->start;
+  last_duration_ = std::min(duration, previous_duration_);
+  previous_duration_ = duration;
+  return job;
+}
+
+void ForwardRunner::run() {
+  uint32_t next = 0;
+  const int32_t* prev_greedy = nullptr;  // the last job's greedy tokens (null: it failed)
+  while (true) {
+    uint32_t submitted = submitted_.load(std::memory_order_acquire);
+    for (int spin = 0; submitted == next && spin < kSpinIterations; ++spin) {
+      __builtin_ia32_pause();
+      submitted = submitted_.load(std::memory_order_acquire);
+    }
+    while (submitted == next) {
+      runner_sleeping_.store(1, std::memory_order_seq_cst);
+      submitted = submitted_.load(std::memory_order_seq_cst);
+      if (submitted == next) futex_wait(&submitted_, submitted);
+      runner_sleeping_.store(0, std::memory_order_relaxed);
+      submitted = submitted_.load(std::memory_order_acquire);
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    ForwardJob* job = jobs_[next % 2];
+    // A failed pass wrote no tokens: its rows' sequences end with an error,
+    // and the rows fed from them compute a valid token that nobody reads.
+    for (const FeedRow& feed : job->feeds)
+      job->tokens[static_cast<size_t>(feed.token_index)] = prev_greedy ? prev_greedy[feed.source_row] : 0;
+    job->start = Clock::now();
+    job->status = model_.forward(job->batch, cache_, job->logits, job->greedy_tokens, job->greedy_only);
+    job->end = Clock::now();
+    prev_greedy = job->status.ok() ? job->greedy_tokens : nullptr;
+    done_.store(++next, std::memory_order_seq_cst);
+    if (submitted_.load(std::memory_order_seq_cst) == next && engine_sleeping_.load(std::memory_order_seq_cst))
+      futex_wake_all(&done_);
+  }
+}
+
+}  // namespace zl
