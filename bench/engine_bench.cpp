@@ -11,6 +11,8 @@
 //   --mode throughput: decode tokens/s with N concurrent sequences
 //     (default dummy:llama-110m).
 // Each configuration runs --runs times on a fresh engine; min and median.
+// --overlap off turns overlap scheduling off (EngineConfig::overlap_scheduling),
+// to compare both in one run.
 // The gap's tail on a shared machine is mostly other processes taking the
 // engine thread's core: each line also gives the involuntary context switches
 // of all the engine's threads per second of the run and the 1-minute load
@@ -101,13 +103,14 @@ Request make_request(int index, int max_new, const std::shared_ptr<EventSink>& s
 }
 
 StatusOr<RunResult> run_once(const std::string& model, const Workload& load, int threads, CachePolicy policy,
-                             bool stats_region) {
+                             bool overlap, bool stats_region) {
   EngineConfig config;
   config.model = model;
   config.num_threads = threads;
   config.max_num_seqs = load.num_seqs;
   config.max_num_batched_tokens = std::max(512, load.num_seqs);
   config.cache_policy = policy;
+  config.overlap_scheduling = overlap;
   config.kv_cache_bytes = int64_t{1} << 30;
   // Declared before the engine so that it outlives the engine thread's writes.
   std::vector<uint64_t> region(stats_region ? ZL_STATS_REGION_BYTES / sizeof(uint64_t) : 0);
@@ -168,6 +171,10 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "Compute threads (0: one per core)");
   app.add_option("--cache-policy", policy_name, "contiguous, paged or hybrid")->capture_default_str();
   bool stats_region = false;
+  std::string overlap = "on";
+  app.add_option("--overlap", overlap, "Overlap scheduling (EngineConfig::overlap_scheduling; contiguous policy only)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   app.add_flag("--stats-region", stats_region, "Publish into a stats region as serve does (zerolayer/stats_protocol.h)");
   CLI11_PARSE(app, argc, argv);
   if (model.empty()) model = mode == "gap" ? "dummy:tiny" : "dummy:llama-110m";
@@ -182,7 +189,7 @@ int main(int argc, char** argv) {
     std::vector<double> p50, p99, max, tps, batch, switches;
     for (int r = 0; r < runs; ++r) {
       const zl::Workload load{arrival == "closed", n, max_new, rounds};
-      auto result = zl::run_once(model, load, threads, *policy, stats_region);
+      auto result = zl::run_once(model, load, threads, *policy, overlap == "on", stats_region);
       if (!result.ok()) {
         std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
         return 1;
@@ -195,11 +202,11 @@ int main(int argc, char** argv) {
       switches.push_back(static_cast<double>(result->involuntary_switches) / result->seconds);
     }
     std::printf(
-        "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"stats_region\":%s,\"seqs\":%d,\"runs\":%d,"
+        "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"overlap\":\"%s\",\"stats_region\":%s,\"seqs\":%d,\"runs\":%d,"
         "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
         "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
         "\"mean_batch\":%.1f,\"involuntary_switches_per_s\":%.0f,\"load_1m\":%.2f}\n",
-        mode.c_str(), arrival.c_str(), model.c_str(), policy_name.c_str(), stats_region ? "true" : "false", n, runs, *std::min_element(p50.begin(), p50.end()),
+        mode.c_str(), arrival.c_str(), model.c_str(), policy_name.c_str(), overlap.c_str(), stats_region ? "true" : "false", n, runs, *std::min_element(p50.begin(), p50.end()),
         zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
         *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),
         zl::median(tps), zl::median(batch), zl::median(switches), zl::load_average_1m());
