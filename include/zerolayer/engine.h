@@ -50,7 +50,8 @@ struct EngineConfig {
   // Overlap scheduling (CPU, contiguous policy): while one forward pass of
   // plain-greedy rows runs, the engine samples the one before and plans the
   // next, which starts on the previous pass's tokens as soon as it ends. A
-  // sequence that stopped computes one token that is discarded.
+  // sequence that stops meanwhile computes its queued row (or prefill
+  // chunk), which is dropped.
   bool overlap_scheduling = true;
   WeightFormat weight_format;         // --dtype / --quantization conversion at load
   std::function<void(int, int)> load_progress;  // (tensors done, total), while loading

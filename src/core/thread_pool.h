@@ -8,7 +8,8 @@
 // one that wakes after the last part was claimed does not delay it at all.
 // The parts, and so each fn(begin, end) call, depend only on n, grain and the
 // part count, never on timing. Only one thread may call parallel_for at a
-// time (the thread that owns the model).
+// time (the thread that runs the model's forward pass: the engine thread,
+// or under overlap scheduling the forward runner, the two taking turns).
 #pragma once
 
 #include <atomic>

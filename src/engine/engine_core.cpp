@@ -15,10 +15,10 @@
 // After the forward pass, completed prompt blocks are signed at once and
 // decode blocks at most ceil(max_num_seqs / block_size) a step (their
 // average rate), so sequences decoding in step do not all sign in one step.
-// The decode rows stay from step to step: after sampling, every row whose
-// sequence still runs (it decodes next) moves to the front of the batch,
-// advanced to its next token, and schedule() only adds the prefill chunks
-// after them. A preemption, a finish outside the step (abort, stop string),
+// Without a pass running, the decode rows stay from step to step: after
+// sampling, every row whose sequence still runs (it decodes next) moves to
+// the front of the batch, advanced to its next token, and schedule() only
+// adds the prefill chunks after them. A preemption, a finish outside the step (abort, stop string),
 // a compaction, a paged table that must grow, or more decodes than the token
 // budget make schedule() build the batch anew instead.
 // The sequences that finish in a step give their blocks back together.
@@ -28,7 +28,8 @@
 // row there becomes a decode here whose token the runner copies from the
 // running pass's argmax), queue it, then wait for the running pass and
 // commit, sample and publish it while the queued one runs. A sequence that
-// finishes meanwhile may have one queued row, computed and dropped; it keeps
+// finishes meanwhile may have a queued row (or prefill chunk), computed and
+// dropped; it keeps
 // its blocks and its finish event until that pass ends. Passes that sample
 // (a sampler needs the logits before the next token is known) and
 // admissions that need compaction run with nothing queued behind them.
@@ -239,6 +240,7 @@ void EngineCore::sign_all(Sequence* seq) {
 }
 
 void EngineCore::preempt_last() {
+  CHECK(!pass_running()) << "preemption would free blocks a running pass writes";
   rows_kept_ = false;
   std::unique_ptr<Sequence> victim = std::move(running_.back());
   running_.pop_back();
@@ -424,7 +426,8 @@ void EngineCore::finish_pass(const ForwardJob& job) {
   committed_plan_ = std::max(committed_plan_, plan_->id);
   reap_finished();
   publish();
-  // The gap (sampling, publishing, scheduling) is measured only between
+  // The gap (without overlap: sampling, publishing, scheduling; with it,
+  // the runner's start of the queued pass) is measured only between
   // back-to-back steps, never across idle time.
   have_last_forward_ = has_work();
   last_forward_end_ = job.end;
@@ -567,6 +570,7 @@ void EngineCore::sample_next(Sequence* seq, float* logits, int32_t greedy_token,
   float logprob = 0.0f;
   std::span<const TokenLogprob> top;  // the sampler's, until its next sample()
   if (!seq->plain_greedy) {
+    CHECK(!pass_running()) << "the running pass writes the logits being sampled";
     SampleResult sample = seq->sampler.sample(logits);
     token = sample.token;
     logprob = sample.logprob;

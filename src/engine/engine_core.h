@@ -167,7 +167,8 @@ class EngineCore {
   // and adds only prefill chunks. Cleared by preemption, compaction, any
   // finish (update() keeps the rows anew after the finishes it makes) and
   // whatever leaves a sequence decoding outside them (an admission or a
-  // prefill chunk that stops one token short of the prompt's end).
+  // prefill chunk that stops one token short of the prompt's end), and
+  // submit_plan(): only steps with no pass running keep rows.
   bool rows_kept_ = false;
   std::vector<Sequence*> to_sign_;       // [signs_per_step_] decodes whose next block is signed this step
   std::vector<KvPool::PreparedSign> prepared_signs_;  // [signs_per_step_] the same, hashed

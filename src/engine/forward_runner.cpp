@@ -8,9 +8,10 @@
 namespace zl {
 namespace {
 
-// How long the runner spins for the next job before sleeping: a few µs, so
-// that a job submitted right after the last one ended starts without a
-// futex wake, while an idle runner leaves the cores to the compute workers.
+// How long the runner spins for the next job before sleeping: 2000 pauses,
+// tens of µs, so that a job submitted right after the last one ended
+// starts without a futex wake, while an idle runner soon leaves the cores
+// to the compute workers.
 constexpr int kSpinIterations = 2000;
 
 }  // namespace
@@ -40,30 +41,32 @@ void ForwardRunner::submit(ForwardJob* job) {
 // wake-up: a futex wake there cost the next pass 5-20 µs at 1-16 sequences
 // (the syscall, and the woken engine thread taking the runner's core before
 // the pass started). So the engine sleeps until 10 µs after the pass should
-// end (as long as the shorter of the last two took), then checks every
-// sixteenth of that, at least every 20 µs. With nothing queued, the runner
-// would idle anyway, and it wakes the engine.
+// end (as long as the shorter of the last two took), then checks again
+// every sixteenth of that, but not more often than every 20 µs. With
+// nothing queued, the runner would idle anyway, and it wakes the engine. (A
+// pass much shorter than the two before it can so be published a pass late.)
 ForwardJob* ForwardRunner::wait() {
   CHECK(outstanding() > 0) << "no forward pass to wait for";
-  const uint32_t want = returned_ + 1;
+  // done_ - returned_ is 0, 1 or 2: the awaited job is done once done_ has
+  // moved past returned_ (compared so, the counters may wrap).
   uint32_t done = done_.load(std::memory_order_acquire);
-  if (done < want && outstanding() == 2) {
+  if (done == returned_ && outstanding() == 2) {
     const Clock::duration poll = std::max<Clock::duration>(std::chrono::microseconds(20), last_duration_ / 16);
     Clock::time_point until = last_end_ + last_duration_ + std::chrono::microseconds(10);
-    while (done < want && outstanding() == 2) {
+    while (done == returned_ && outstanding() == 2) {
       const Clock::time_point now = Clock::now();
       if (until <= now) until = now + poll;
       engine_sleeping_.store(1, std::memory_order_seq_cst);
       done = done_.load(std::memory_order_seq_cst);
-      if (done < want) futex_wait_for(&done_, done, until - now);
+      if (done == returned_) futex_wait_for(&done_, done, until - now);
       engine_sleeping_.store(0, std::memory_order_relaxed);
       done = done_.load(std::memory_order_acquire);
     }
   }
-  while (done < want) {
+  while (done == returned_) {
     engine_sleeping_.store(1, std::memory_order_seq_cst);
     done = done_.load(std::memory_order_seq_cst);
-    if (done < want) futex_wait(&done_, done);
+    if (done == returned_) futex_wait(&done_, done);
     engine_sleeping_.store(0, std::memory_order_relaxed);
     done = done_.load(std::memory_order_acquire);
   }

@@ -6,9 +6,12 @@
 // and builds the pass after: its bookkeeping runs beside compute instead of
 // between two passes (SGLang's overlap scheduler, vLLM's async scheduling).
 //
-// At most two passes are outstanding: one running, one queued. The engine
-// owns every job it submits again once wait() has returned it; until then
-// the runner owns the job's results and its tokens.
+// At most two passes are outstanding: one running, one queued. Until wait()
+// returns a job, the runner owns its tokens, its results and the KV it
+// writes; after, the engine does, except the job's greedy tokens, which the
+// runner still reads to feed the job queued behind it (nothing writes them
+// but the next forward pass into that buffer). The logits buffer is shared
+// by all jobs: the engine reads it only with no pass running.
 #pragma once
 
 #include <atomic>
