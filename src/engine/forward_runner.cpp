@@ -14,6 +14,25 @@ namespace {
 // to the compute workers.
 constexpr int kSpinIterations = 2000;
 
+// One sleep of the waiting side of a handshake: raise `sleeping` (the other
+// side wakes it only when it sees that, both seq_cst), then sleep on `word`
+// unless it has moved from `value` meanwhile; a negative timeout is none.
+// Returns the word's value after.
+uint32_t sleep_on(std::atomic<uint32_t>* word, uint32_t value, std::atomic<uint32_t>* sleeping,
+                  std::chrono::nanoseconds timeout = std::chrono::nanoseconds(-1)) {
+  sleeping->store(1, std::memory_order_seq_cst);
+  const uint32_t seen = word->load(std::memory_order_seq_cst);
+  if (seen == value) {
+    if (timeout.count() < 0) {
+      futex_wait(word, seen);
+    } else {
+      futex_wait_for(word, seen, timeout);
+    }
+  }
+  sleeping->store(0, std::memory_order_relaxed);
+  return word->load(std::memory_order_acquire);
+}
+
 }  // namespace
 
 ForwardRunner::ForwardRunner(LlamaModel& model, KvCache& cache)
@@ -56,20 +75,11 @@ ForwardJob* ForwardRunner::wait() {
     while (done == returned_ && outstanding() == 2) {
       const Clock::time_point now = Clock::now();
       if (until <= now) until = now + poll;
-      engine_sleeping_.store(1, std::memory_order_seq_cst);
-      done = done_.load(std::memory_order_seq_cst);
-      if (done == returned_) futex_wait_for(&done_, done, until - now);
-      engine_sleeping_.store(0, std::memory_order_relaxed);
-      done = done_.load(std::memory_order_acquire);
+      done = sleep_on(&done_, returned_, &engine_sleeping_,
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(until - now));
     }
   }
-  while (done == returned_) {
-    engine_sleeping_.store(1, std::memory_order_seq_cst);
-    done = done_.load(std::memory_order_seq_cst);
-    if (done == returned_) futex_wait(&done_, done);
-    engine_sleeping_.store(0, std::memory_order_relaxed);
-    done = done_.load(std::memory_order_acquire);
-  }
+  while (done == returned_) done = sleep_on(&done_, returned_, &engine_sleeping_);
   ForwardJob* job = jobs_[returned_++ % 2];
   last_end_ = job->end;
   // The shorter of the last two: one pass slowed down (its threads taken by
@@ -89,13 +99,7 @@ void ForwardRunner::run() {
       __builtin_ia32_pause();
       submitted = submitted_.load(std::memory_order_acquire);
     }
-    while (submitted == next) {
-      runner_sleeping_.store(1, std::memory_order_seq_cst);
-      submitted = submitted_.load(std::memory_order_seq_cst);
-      if (submitted == next) futex_wait(&submitted_, submitted);
-      runner_sleeping_.store(0, std::memory_order_relaxed);
-      submitted = submitted_.load(std::memory_order_acquire);
-    }
+    while (submitted == next) submitted = sleep_on(&submitted_, next, &runner_sleeping_);
     if (stop_.load(std::memory_order_acquire)) return;
     ForwardJob* job = jobs_[next % 2];
     // A failed pass wrote no tokens: its rows' sequences end with an error,
