@@ -58,6 +58,8 @@ from transformers import (
     MistralForCausalLM,
     Qwen2Config,
     Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
 )
 
 torch.set_num_threads(1)
@@ -128,6 +130,43 @@ MODELS = [
         cfg=dict(num_key_value_heads=2, tie_word_embeddings=True, rms_norm_eps=1e-5,
                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
         save_dtype=torch.float16, config_format="v5", max_shard_size=None),
+    # attention_bias puts biases on q, k, v and o (o_proj's was once dropped).
+    dict(
+        name="llama-attn-bias", seed=1007, cls=LlamaForCausalLM, cfg_cls=LlamaConfig,
+        cfg=dict(num_key_value_heads=2, tie_word_embeddings=False, attention_bias=True,
+                 rms_norm_eps=1e-5,
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        save_dtype=torch.float32, config_format="legacy", max_shard_size=None),
+    # Sliding windows shorter than the 32-token prefill and the 48 tokens, and
+    # not a multiple of the C++ test's 16-token blocks.
+    dict(
+        name="mistral-swa", seed=1008, cls=MistralForCausalLM, cfg_cls=MistralConfig,
+        cfg=dict(num_key_value_heads=2, tie_word_embeddings=False, rms_norm_eps=1e-5,
+                 sliding_window=12,
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        save_dtype=torch.float32, config_format="legacy", max_shard_size=None),
+    # A transformers-4 file: no layer_types, so layers from max_window_layers on slide.
+    dict(
+        name="qwen2-swa", seed=1009, cls=Qwen2ForCausalLM, cfg_cls=Qwen2Config,
+        cfg=dict(num_key_value_heads=2, tie_word_embeddings=False, rms_norm_eps=1e-6,
+                 use_sliding_window=True, sliding_window=10, max_window_layers=1,
+                 rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+        save_dtype=torch.float32, config_format="legacy", drop_layer_types=True,
+        max_shard_size=None),
+    dict(
+        name="qwen3", seed=1010, cls=Qwen3ForCausalLM, cfg_cls=Qwen3Config,
+        cfg=dict(num_key_value_heads=2, head_dim=32, tie_word_embeddings=True,
+                 rms_norm_eps=1e-6, use_sliding_window=False,
+                 rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+        save_dtype=torch.float32, config_format="v5", max_shard_size=None),
+    # transformers 5 lists the layer kinds: the first layer slides, the second not.
+    dict(
+        name="qwen3-bias-swa", seed=1011, cls=Qwen3ForCausalLM, cfg_cls=Qwen3Config,
+        cfg=dict(num_key_value_heads=1, tie_word_embeddings=False, attention_bias=True,
+                 rms_norm_eps=1e-6, use_sliding_window=True, sliding_window=20,
+                 layer_types=["sliding_attention", "full_attention"],
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        save_dtype=torch.float32, config_format="v5", max_shard_size=None),
 ]
 
 
@@ -154,6 +193,16 @@ def to_legacy_config(path):
         cfg["rope_scaling"] = None
     else:
         cfg["rope_scaling"] = rope
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def drop_config_key(path, key):
+    """Remove one field of config.json (fields transformers 4 did not write)."""
+    with open(path) as f:
+        cfg = json.load(f)
+    del cfg[key]
     with open(path, "w") as f:
         json.dump(cfg, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -220,6 +269,8 @@ def make_one(spec):
     model.save_pretrained(folder, **kwargs)
     if spec["config_format"] == "legacy":
         to_legacy_config(os.path.join(folder, "config.json"))
+    if spec.get("drop_layer_types"):
+        drop_config_key(os.path.join(folder, "config.json"), "layer_types")
     del model
 
     # The golden comes from the folder on disk, upcast to float32: for bf16/f16
@@ -232,6 +283,8 @@ def make_one(spec):
     assert dict(model.config.rope_parameters) == spec["cfg"]["rope_parameters"], (
         name, model.config.rope_parameters)
     assert model.config.tie_word_embeddings == spec["cfg"]["tie_word_embeddings"]
+    if "layer_types" in spec["cfg"]:
+        assert model.config.layer_types == spec["cfg"]["layer_types"], (name, model.config.layer_types)
 
     gen = torch.Generator().manual_seed(spec["seed"] + 7)
     ids = torch.randint(3, VOCAB, (SEQ_LEN,), generator=gen, dtype=torch.long)

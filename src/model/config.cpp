@@ -1,12 +1,13 @@
 #include "model/config.h"
 
+#include <algorithm>
+
 namespace zl {
 
-const char* arch_name(Arch arch) {
-  switch (arch) {
-    case Arch::kLlama: return "llama";
-    case Arch::kMistral: return "mistral";
-    case Arch::kQwen2: return "qwen2";
+const char* activation_name(Activation activation) {
+  switch (activation) {
+    case Activation::kSilu: return "silu";
+    case Activation::kGeluTanh: return "gelu_tanh";
   }
   return "?";
 }
@@ -37,19 +38,33 @@ Status validate_config(const ModelConfig& c, const std::string& source) {
     if (rs.original_max_position_embeddings <= 0)
       return bad("rope_scaling.original_max_position_embeddings", rs.original_max_position_embeddings, "must be positive");
   }
+  if (c.sliding_window < 0) return bad("sliding_window", c.sliding_window, "must not be negative");
+  if (!c.layer_sliding.empty()) {
+    if (c.layer_sliding.size() != static_cast<size_t>(c.num_layers))
+      return bad("layer_types", c.layer_sliding.size(), "must list one kind per layer");
+    if (c.sliding_window <= 0) return bad("sliding_window", c.sliding_window, "must be positive for windowed layers");
+  }
   if (c.bos_token_id >= c.vocab_size) return bad("bos_token_id", c.bos_token_id, "is not below vocab_size");
   for (int32_t id : c.eos_token_ids)
     if (id < 0 || id >= c.vocab_size) return bad("eos_token_id", id, "is not in [0, vocab_size)");
   return ok_status();
 }
 
-int64_t config_num_params(const ModelConfig& c) {
-  int64_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim;
-  int64_t per_layer = 2 * dim + dim * q + 2 * dim * kv + q * dim + 3 * dim * hidden;
-  if (c.attention_bias) per_layer += q + 2 * kv;
-  int64_t total = per_layer * c.num_layers + dim + int64_t{c.vocab_size} * dim;
-  if (!c.tie_word_embeddings) total += int64_t{c.vocab_size} * dim;
-  return total;
+std::vector<std::string> recipe_features(const ModelConfig& c) {
+  std::vector<std::string> features;
+  if (c.qkv_bias) features.emplace_back("qkv_bias");
+  if (c.o_bias) features.emplace_back("o_bias");
+  if (c.qk_norm) features.emplace_back("qk_norm");
+  if (c.activation != Activation::kSilu) features.emplace_back(activation_name(c.activation));
+  if (!c.layer_sliding.empty()) features.emplace_back("sliding_window");
+  return features;
+}
+
+Status require_features(const ModelConfig& c, const std::vector<std::string>& supported, const std::string& who) {
+  for (const std::string& feature : recipe_features(c))
+    if (std::find(supported.begin(), supported.end(), feature) == supported.end())
+      return unimplemented(who, " does not implement ", feature, " (architecture ", c.arch, ")");
+  return ok_status();
 }
 
 }  // namespace zl

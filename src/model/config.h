@@ -1,6 +1,8 @@
-// The shape and hyper-parameters of a decoder-only Llama-family model, from
-// whichever source (config.json, GGUF metadata, a dummy: preset). Validated
-// once by validate_config; everything downstream trusts it.
+// The shape, hyper-parameters and layer recipe of a decoder-only model, from
+// whichever source (config.json, GGUF metadata, a dummy: preset). The
+// architecture file that read it (model/arch/<name>.cpp) sets the recipe
+// fields; the forward passes only read them. Validated once by
+// validate_config; everything downstream trusts it.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +12,6 @@
 #include "core/status.h"
 
 namespace zl {
-
-enum class Arch { kLlama, kMistral, kQwen2 };
-const char* arch_name(Arch arch);
 
 enum class RopeScalingType { kNone, kLinear, kLlama3 };
 
@@ -24,8 +23,12 @@ struct RopeScaling {
   int32_t original_max_position_embeddings = 8192;  // llama3
 };
 
+// The MLP's gate activation: down(act(gate(x)) * up(x)).
+enum class Activation { kSilu, kGeluTanh };
+const char* activation_name(Activation activation);
+
 struct ModelConfig {
-  Arch arch = Arch::kLlama;
+  std::string arch = "llama";     // the architecture file that read it (model/arch.h)
   std::string source_arch;        // as the file named it, e.g. "LlamaForCausalLM", "llama"
   int32_t vocab_size = 0;
   int32_t dim = 0;                // hidden_size
@@ -33,7 +36,7 @@ struct ModelConfig {
   int32_t num_heads = 0;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;           // usually dim / num_heads
-  int32_t hidden_dim = 0;         // intermediate_size (SwiGLU)
+  int32_t hidden_dim = 0;         // intermediate_size
   int32_t max_seq_len = 0;        // max_position_embeddings / context_length
   float rms_norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
@@ -43,19 +46,40 @@ struct ModelConfig {
   // (i, i + head_dim/2) as transformers' rotate_half does (HF, GGUF qwen2).
   bool rope_interleaved = false;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;    // q/k/v projections have biases (Qwen2)
   int32_t bos_token_id = -1;
   std::vector<int32_t> eos_token_ids;  // any of them ends generation
 
+  // The layer recipe. The defaults are Llama's: pre-norm RMSNorm, SwiGLU,
+  // no biases, full causal attention scaled by 1/sqrt(head_dim).
+  bool qkv_bias = false;          // q/k/v projections have biases (Qwen2, Llama attention_bias)
+  bool o_bias = false;            // the output projection has a bias (Llama attention_bias)
+  bool qk_norm = false;           // RMSNorm over each head of q and k before rope (Qwen3)
+  Activation activation = Activation::kSilu;
+  // Sliding-window attention: a windowed layer's token at position p attends
+  // to positions (p - sliding_window, p] only. layer_sliding: [num_layers],
+  // 1 for a windowed layer; empty when no layer is.
+  int32_t sliding_window = 0;
+  std::vector<uint8_t> layer_sliding;
+
   int32_t q_dim() const { return num_heads * head_dim; }
   int32_t kv_dim() const { return num_kv_heads * head_dim; }
+  // The window of `layer`'s attention, 0 for full attention.
+  int32_t layer_window(int32_t layer) const {
+    return layer_sliding.empty() || !layer_sliding[static_cast<size_t>(layer)] ? 0 : sliding_window;
+  }
 };
 
 // Checks every field is positive and consistent (heads divide, head_dim even,
 // ids within vocab). The message names the field; `source` names the file.
 Status validate_config(const ModelConfig& config, const std::string& source);
 
-// Parameter count (weights only), for logs and `check`.
-int64_t config_num_params(const ModelConfig& config);
+// The recipe features beyond plain Llama that `config` uses, by name
+// ("qkv_bias", "qk_norm", "sliding_window", ...), so that a backend or a
+// writer can refuse what it does not implement.
+std::vector<std::string> recipe_features(const ModelConfig& config);
+
+// An error naming the first feature of recipe_features(config) that is not in
+// `supported`, as "<who> does not implement <feature> (architecture X)".
+Status require_features(const ModelConfig& config, const std::vector<std::string>& supported, const std::string& who);
 
 }  // namespace zl

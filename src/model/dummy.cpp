@@ -15,7 +15,6 @@ struct Preset {
 ModelConfig make_config(int32_t vocab, int32_t dim, int32_t layers, int32_t heads, int32_t kv_heads,
                         int32_t hidden, int32_t max_seq_len, bool tied) {
   ModelConfig c;
-  c.arch = Arch::kLlama;
   c.source_arch = "dummy";
   c.vocab_size = vocab;
   c.dim = dim;
@@ -113,7 +112,7 @@ StatusOr<ModelWeights> dummy_weights(const ModelConfig& config, uint64_t seed, c
   // Keep only the generated buffers the weights still point into.
   std::set<const void*> used = {weights.final_norm, weights.tok_embeddings.data, weights.lm_head.data};
   for (const LayerWeights& l : weights.layers) {
-    for (const float* v : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv}) used.insert(v);
+    for (const float* v : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.bo, l.q_norm, l.k_norm}) used.insert(v);
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) used.insert(m->data);
   }
   for (auto& buffer : storage.owned)

@@ -77,10 +77,11 @@ struct GgufFile {
 // be multiples of the alignment, and tensors may not overlap.
 StatusOr<GgufFile> read_gguf(const std::string& path);
 
-// The model shape from {arch}.* keys. general.architecture "llama"
-// (rope_interleaved = true: llama.cpp's converter permutes q/k into pair
-// order) and "qwen2" (rope_interleaved = false, attention_bias = true) are
-// supported. tie_word_embeddings is true when output.weight is absent.
+// The model shape from {arch}.* keys, general.architecture picking the
+// architecture file (model/arch.h) that reads the family's own keys and sets
+// its recipe; a key that changes the computation and that the family does
+// not read is refused by name. tie_word_embeddings is true when output.weight
+// is absent.
 // eos_token_ids holds tokenizer.ggml.eos_token_id, then eot/eom ids if set.
 // The result has passed validate_config.
 StatusOr<ModelConfig> gguf_model_config(const GgufFile& gguf);

@@ -142,6 +142,7 @@ GgufVocab byte_tokenizer_gguf_vocab(int32_t vocab_size) {
 
 Status write_gguf(const std::string& path, const ModelConfig& c, const ModelWeights& w, const GgufVocab& vocab,
                   const std::string& name) {
+  ZL_RETURN_IF_ERROR(require_features(c, {}, "writing GGUF"));
   std::vector<OutTensor> tensors;
   auto add_matrix = [&](const std::string& n, const WeightMatrix& m, int32_t heads) -> Status {
     ZL_ASSIGN_OR_RETURN(OutTensor t, matrix_tensor(n, m, heads));
@@ -152,7 +153,6 @@ Status write_gguf(const std::string& path, const ModelConfig& c, const ModelWeig
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     std::string p = "blk." + std::to_string(l) + ".";
-    if (c.attention_bias) return unimplemented("writing GGUF: attention biases are not supported");
     tensors.push_back(vector_tensor(p + "attn_norm.weight", lw.attn_norm, c.dim));
     ZL_RETURN_IF_ERROR(add_matrix(p + "attn_q.weight", lw.wq, c.num_heads));
     ZL_RETURN_IF_ERROR(add_matrix(p + "attn_k.weight", lw.wk, c.num_kv_heads));

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "model/arch.h"
+#include "model/config_fields.h"
 #include "model/gguf.h"
 
 namespace zl {
@@ -64,73 +66,25 @@ size_t GgufValue::size() const {
 
 namespace {
 
-constexpr int64_t kNoToken = 0xffffffffll;  // llama.cpp's LLAMA_TOKEN_NULL as u32
+// {arch}.* keys that change what a model computes. Any of them present and
+// unread by the architecture file is refused by name (as hf_config.cpp does).
+constexpr const char* kComputeKeySuffixes[] = {
+    ".attention.sliding_window", ".attn_logit_softcapping", ".final_logit_softcapping", ".expert_count",
+    ".expert_used_count", ".expert_shared_count", ".attention.clamp_kqv", ".attention.layer_norm_epsilon",
+    ".rope.dimension_sections", ".attention.scale", ".embedding_scale", ".residual_scale", ".logit_scale",
+    ".attention.q_lora_rank", ".attention.kv_lora_rank", ".use_parallel_residual"};
 
-// Typed access to GGUF keys; errors name the file and the key.
-class MetaReader {
- public:
-  explicit MetaReader(const GgufFile& g) : g_(g) {}
-
-  Status type_error(const std::string& key, const char* expected) const {
-    const GgufValue* v = g_.find(key);
-    return data_loss(g_.path, ": key ", key, ": expected ", expected, ", got ",
-                     v ? gguf_type_name(v->type) : "nothing");
+Status refuse_unread_compute_keys(const GgufFields& r, const std::string& arch) {
+  for (const char* suffix : kComputeKeySuffixes) {
+    std::string key = arch + suffix;
+    if (r.read_keys().count(key) != 0 || r.file().find(key) == nullptr) continue;
+    return unimplemented(r.file().path, ": key ", key, " is not supported (the ", arch,
+                         " architecture does not implement it)");
   }
+  return ok_status();
+}
 
-  StatusOr<int32_t> get_i32(const std::string& key, std::optional<int32_t> fallback = std::nullopt) const {
-    const GgufValue* v = g_.find(key);
-    if (v == nullptr) {
-      if (fallback) return *fallback;
-      return data_loss(g_.path, ": required key ", key, " is missing");
-    }
-    std::optional<int64_t> i = v->as_int();
-    if (!i || *i < std::numeric_limits<int32_t>::min() || *i > std::numeric_limits<int32_t>::max())
-      return type_error(key, "a 32-bit integer");
-    return static_cast<int32_t>(*i);
-  }
-
-  StatusOr<float> get_float(const std::string& key, std::optional<float> fallback = std::nullopt) const {
-    const GgufValue* v = g_.find(key);
-    if (v == nullptr) {
-      if (fallback) return *fallback;
-      return data_loss(g_.path, ": required key ", key, " is missing");
-    }
-    std::optional<double> d = v->as_float();
-    if (!d) return type_error(key, "a number");
-    return static_cast<float>(*d);
-  }
-
-  // "" when absent.
-  StatusOr<std::string> get_string(const std::string& key) const {
-    const GgufValue* v = g_.find(key);
-    if (v == nullptr) return std::string();
-    if (v->as_string() == nullptr) return type_error(key, "a string");
-    return *v->as_string();
-  }
-
-  StatusOr<std::optional<bool>> get_bool(const std::string& key) const {
-    const GgufValue* v = g_.find(key);
-    if (v == nullptr) return std::optional<bool>();
-    if (!v->as_bool()) return type_error(key, "a bool");
-    return v->as_bool();
-  }
-
-  // A token id; -1 when absent or stored as 0xFFFFFFFF / a negative value.
-  StatusOr<int32_t> get_token_id(const std::string& key) const {
-    const GgufValue* v = g_.find(key);
-    if (v == nullptr) return -1;
-    std::optional<int64_t> i = v->as_int();
-    if (!i) return type_error(key, "an integer");
-    if (*i < 0 || *i == kNoToken) return -1;
-    if (*i > std::numeric_limits<int32_t>::max()) return type_error(key, "a token id below 2^31");
-    return static_cast<int32_t>(*i);
-  }
-
- private:
-  const GgufFile& g_;
-};
-
-Status read_llm_shape(const MetaReader& r, const GgufFile& g, const std::string& a, ModelConfig* c) {
+Status read_llm_shape(const GgufFields& r, const GgufFile& g, const std::string& a, ModelConfig* c) {
   ZL_ASSIGN_OR_RETURN(c->max_seq_len, r.get_i32(a + ".context_length"));
   ZL_ASSIGN_OR_RETURN(c->dim, r.get_i32(a + ".embedding_length"));
   ZL_ASSIGN_OR_RETURN(c->num_layers, r.get_i32(a + ".block_count"));
@@ -154,7 +108,7 @@ Status read_llm_shape(const MetaReader& r, const GgufFile& g, const std::string&
   return ok_status();
 }
 
-Status read_rope(const MetaReader& r, const GgufFile& g, const std::string& a, ModelConfig* c) {
+Status read_rope(const GgufFields& r, const GgufFile& g, const std::string& a, ModelConfig* c) {
   ZL_ASSIGN_OR_RETURN(c->rope_theta, r.get_float(a + ".rope.freq_base", 10000.0f));
   ZL_ASSIGN_OR_RETURN(std::string type, r.get_string(a + ".rope.scaling.type"));
   ZL_ASSIGN_OR_RETURN(float legacy_linear, r.get_float(a + ".rope.scale_linear", 1.0f));
@@ -175,7 +129,7 @@ Status read_rope(const MetaReader& r, const GgufFile& g, const std::string& a, M
   return ok_status();
 }
 
-Status read_special_ids(const MetaReader& r, ModelConfig* c) {
+Status read_special_ids(const GgufFields& r, ModelConfig* c) {
   ZL_ASSIGN_OR_RETURN(c->bos_token_id, r.get_token_id("tokenizer.ggml.bos_token_id"));
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                           "tokenizer.ggml.eom_token_id"}) {
@@ -186,7 +140,7 @@ Status read_special_ids(const MetaReader& r, ModelConfig* c) {
   return ok_status();
 }
 
-StatusOr<int32_t> read_vocab_size(const MetaReader& r, const GgufFile& g, const std::string& a) {
+StatusOr<int32_t> read_vocab_size(const GgufFields& r, const GgufFile& g, const std::string& a) {
   if (const GgufValue* tokens = g.find("tokenizer.ggml.tokens")) {
     if (tokens->as_string_array() == nullptr) return r.type_error("tokenizer.ggml.tokens", "an array of strings");
     if (tokens->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
@@ -205,32 +159,28 @@ StatusOr<int32_t> read_vocab_size(const MetaReader& r, const GgufFile& g, const 
 }  // namespace
 
 StatusOr<ModelConfig> gguf_model_config(const GgufFile& g) {
-  MetaReader r(g);
+  GgufFields r(g);
   ZL_ASSIGN_OR_RETURN(std::string arch, r.get_string("general.architecture"));
   if (arch.empty()) return data_loss(g.path, ": required key general.architecture is missing");
+  const ArchDef* def = find_arch_by_gguf_name(arch);
+  if (def == nullptr)
+    return unimplemented(g.path, ": architecture \"", arch, "\" is not supported (", supported_gguf_names(), " are)");
   ModelConfig c;
+  c.arch = def->name;
   c.source_arch = arch;
-  if (arch == "llama") {
-    c.arch = Arch::kLlama;
-    c.rope_interleaved = true;  // llama.cpp's converter permutes q/k into pair order
-  } else if (arch == "qwen2") {
-    c.arch = Arch::kQwen2;
-    c.rope_interleaved = false;  // llama.cpp runs qwen2 with NEOX-style rope
-    c.attention_bias = true;
-  } else {
-    return unimplemented(g.path, ": architecture \"", arch, "\" is not supported (llama, qwen2 are)");
-  }
   ZL_RETURN_IF_ERROR(read_llm_shape(r, g, arch, &c));
   ZL_RETURN_IF_ERROR(read_rope(r, g, arch, &c));
   ZL_ASSIGN_OR_RETURN(c.vocab_size, read_vocab_size(r, g, arch));
   c.tie_word_embeddings = g.tensors.count("output.weight") == 0;
   ZL_RETURN_IF_ERROR(read_special_ids(r, &c));
+  ZL_RETURN_IF_ERROR(def->read_gguf(r, c));
+  ZL_RETURN_IF_ERROR(refuse_unread_compute_keys(r, arch));
   ZL_RETURN_IF_ERROR(validate_config(c, g.path));
   return c;
 }
 
 StatusOr<VocabData> gguf_vocab(const GgufFile& g) {
-  MetaReader r(g);
+  GgufFields r(g);
   VocabData v;
   ZL_ASSIGN_OR_RETURN(v.model, r.get_string("tokenizer.ggml.model"));
   if (v.model.empty()) return not_found(g.path, ": key tokenizer.ggml.model is missing (no tokenizer in this file)");

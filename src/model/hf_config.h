@@ -1,8 +1,11 @@
 // Reads a Hugging Face model directory's config.json (and generation_config.json
-// beside it, if present) into a ModelConfig. Supported architectures:
-// LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM; anything else is
-// unimplemented. Every field is type-checked, and errors name the file and the
-// field. The result has passed validate_config.
+// beside it, if present) into a ModelConfig: the shape, rope and special ids
+// every family shares, then the family's own fields through its architecture
+// file (model/arch.h), picked by "architectures"[0]; an unknown class is
+// unimplemented, listing the supported ones. A field that changes the
+// computation and that the family does not read is refused by name. Every
+// field is type-checked, and errors name the file and the field. The result
+// has passed validate_config.
 #pragma once
 
 #include <string>

@@ -132,13 +132,20 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   const cpu::MatmulTarget qkv[] = {{&w.wq, w.bq, b.q.data()}, {&w.wk, w.bk, b.k.data()}, {&w.wv, w.bv, b.v.data()}};
   cpu::matmul(pool_, b.xb.data(), num_tokens, qkv);
 
-  // Rotate q and k, then store k and v at each token's slot in its sequence's blocks.
+  // Normalise each head of q and k (qk_norm), rotate them, then store k and
+  // v at each token's slot in its sequence's blocks.
   const int64_t kv_dim = c.kv_dim();
   float* k_cache = cache.k(layer);
   float* v_cache = cache.v(layer);
   for_token_ranges(pool_, num_tokens, c.q_dim() + 2 * kv_dim, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       int32_t pos = b.positions[static_cast<size_t>(t)];
+      if (c.qk_norm) {
+        float* q = &b.q[t * c.q_dim()];
+        float* k = &b.k[t * kv_dim];
+        cpu::rmsnorm_f32(q, w.q_norm, q, c.num_heads, c.head_dim, c.rms_norm_eps);
+        cpu::rmsnorm_f32(k, w.k_norm, k, c.num_kv_heads, c.head_dim, c.rms_norm_eps);
+      }
       cpu::rope_f32(&b.q[t * c.q_dim()], c.num_heads, c.head_dim, pos, inv_freq_.data(), c.rope_interleaved);
       cpu::rope_f32(&b.k[t * kv_dim], c.num_kv_heads, c.head_dim, pos, inv_freq_.data(), c.rope_interleaved);
       int64_t row = int64_t{b.block_tables[static_cast<size_t>(t)][pos / cache.block_size()]} *
@@ -161,9 +168,10 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   args.head_dim = c.head_dim;
   args.block_size = cache.block_size();
   args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  args.window = c.layer_window(layer);
   cpu::attention_f32(pool_, args);
 
-  cpu::matmul(pool_, b.att.data(), w.wo, nullptr, b.proj.data(), num_tokens);
+  cpu::matmul(pool_, b.att.data(), w.wo, w.bo, b.proj.data(), num_tokens);
   add_residual(num_tokens);
 }
 

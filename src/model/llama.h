@@ -1,5 +1,6 @@
-// The forward pass of a Llama-family decoder (Llama 2/3, Mistral, Qwen2) on
-// the CPU, batched from the start: one call computes a flat batch of tokens
+// The forward pass of a decoder on the CPU, for every family of model/arch/
+// by the recipe its ModelConfig carries (norms, biases, q/k norm, sliding
+// windows), batched from the start: one call computes a flat batch of tokens
 // that belong to several sequences, each continuing from its own position
 // with its own block table into the shared KV cache, and returns logits only
 // for the rows asked for. The engine schedules prefill chunks and decode

@@ -52,7 +52,7 @@ StatusOr<DeviceBuffer> upload_f32(const float* data, int64_t n) {
 struct LayerBuffers {
   DeviceBuffer attn_norm, ffn_norm;  // [dim] f32
   DeviceBuffer wqkv;                 // [q_dim + 2 kv_dim, dim] bf16
-  DeviceBuffer bqkv;                 // [q_dim + 2 kv_dim] f32, only with attention_bias
+  DeviceBuffer bqkv;                 // [q_dim + 2 kv_dim] f32, only with qkv_bias
   DeviceBuffer wo;                   // [dim, q_dim]
   DeviceBuffer w_gate_up;            // [2 hidden, dim]
   DeviceBuffer w_down;               // [dim, hidden]
@@ -287,6 +287,7 @@ CudaLlamaModel::~CudaLlamaModel() = default;
 
 StatusOr<std::unique_ptr<CudaLlamaModel>> CudaLlamaModel::create(const ModelConfig& config, const ModelWeights& weights,
                                                                  const CudaModelOptions& options) {
+  ZL_RETURN_IF_ERROR(cuda_supports(config));
   if (config.head_dim > cuda::kAttentionMaxHeadDim || config.head_dim % 2 != 0)
     return unimplemented("the CUDA backend supports even head_dim up to ", cuda::kAttentionMaxHeadDim, ", the model has ",
                          config.head_dim);

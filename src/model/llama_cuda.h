@@ -45,6 +45,13 @@ struct CudaModelOptions {
   bool batch_invariant = false;
 };
 
+// The CUDA forward pass implements the Llama recipe with q/k/v biases; a
+// model that needs more (model/config.h recipe_features) is refused by
+// create() with this error, never run with a step left out.
+inline Status cuda_supports(const ModelConfig& config) {
+  return require_features(config, {"qkv_bias"}, "the CUDA backend");
+}
+
 class CudaLlamaModel {
  public:
   // Errors: "built without CUDA", "no CUDA device ...", out of device memory,

@@ -8,8 +8,9 @@ namespace zl {
 
 struct CudaLlamaModel::Impl {};
 
-StatusOr<std::unique_ptr<CudaLlamaModel>> CudaLlamaModel::create(const ModelConfig&, const ModelWeights&,
+StatusOr<std::unique_ptr<CudaLlamaModel>> CudaLlamaModel::create(const ModelConfig& config, const ModelWeights&,
                                                                  const CudaModelOptions& options) {
+  ZL_RETURN_IF_ERROR(cuda_supports(config));
   return cuda::open_device(options.device_index).status();  // "built without CUDA"
 }
 CudaLlamaModel::CudaLlamaModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

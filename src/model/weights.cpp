@@ -4,42 +4,16 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "core/check.h"
 #include "core/huge_buffer.h"
 #include "kernels/cpu/quantize.h"
+#include "model/arch.h"
 
 namespace zl {
 namespace {
-
-// One per-layer tensor: its names in both formats, where it goes, its shape.
-struct LayerRole {
-  const char* hf_suffix;
-  const char* gguf_suffix;
-  const float* LayerWeights::*vec;  // a norm or bias...
-  WeightMatrix LayerWeights::*mat;  // ...or a matrix
-  int64_t rows_of;  // index into the dims table below
-  int64_t cols_of;  // -1 for a vector
-  bool bias;        // only present with attention_bias
-};
-
-enum Dim : int64_t { kDim, kQDim, kKvDim, kHidden };
-
-constexpr LayerRole kLayerRoles[] = {
-    {"input_layernorm.weight", "attn_norm.weight", &LayerWeights::attn_norm, nullptr, kDim, -1, false},
-    {"self_attn.q_proj.weight", "attn_q.weight", nullptr, &LayerWeights::wq, kQDim, kDim, false},
-    {"self_attn.k_proj.weight", "attn_k.weight", nullptr, &LayerWeights::wk, kKvDim, kDim, false},
-    {"self_attn.v_proj.weight", "attn_v.weight", nullptr, &LayerWeights::wv, kKvDim, kDim, false},
-    {"self_attn.q_proj.bias", "attn_q.bias", &LayerWeights::bq, nullptr, kQDim, -1, true},
-    {"self_attn.k_proj.bias", "attn_k.bias", &LayerWeights::bk, nullptr, kKvDim, -1, true},
-    {"self_attn.v_proj.bias", "attn_v.bias", &LayerWeights::bv, nullptr, kKvDim, -1, true},
-    {"self_attn.o_proj.weight", "attn_output.weight", nullptr, &LayerWeights::wo, kDim, kQDim, false},
-    {"post_attention_layernorm.weight", "ffn_norm.weight", &LayerWeights::ffn_norm, nullptr, kDim, -1, false},
-    {"mlp.gate_proj.weight", "ffn_gate.weight", nullptr, &LayerWeights::w_gate, kHidden, kDim, false},
-    {"mlp.up_proj.weight", "ffn_up.weight", nullptr, &LayerWeights::w_up, kHidden, kDim, false},
-    {"mlp.down_proj.weight", "ffn_down.weight", nullptr, &LayerWeights::w_down, kDim, kHidden, false},
-};
 
 struct GlobalNames {
   const char* embed;
@@ -52,15 +26,15 @@ GlobalNames global_names(TensorNaming naming) {
   return {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"};
 }
 
-std::string layer_tensor_name(TensorNaming naming, int layer, const LayerRole& role) {
-  if (naming == TensorNaming::kGguf) return str_cat("blk.", layer, ".", role.gguf_suffix);
-  return str_cat("model.layers.", layer, ".", role.hf_suffix);
+std::string layer_tensor_name(TensorNaming naming, int layer, const LayerTensor& t) {
+  if (naming == TensorNaming::kGguf) return str_cat("blk.", layer, ".", t.gguf_suffix);
+  return str_cat("model.layers.", layer, ".", t.hf_suffix);
 }
 
-std::vector<int64_t> role_shape(const ModelConfig& c, const LayerRole& role) {
-  const int64_t dims[] = {c.dim, c.q_dim(), c.kv_dim(), c.hidden_dim};
-  if (role.cols_of < 0) return {dims[role.rows_of]};
-  return {dims[role.rows_of], dims[role.cols_of]};
+const ArchDef& arch_of(const ModelConfig& c) {
+  const ArchDef* arch = find_arch(c.arch);
+  CHECK(arch != nullptr) << "unknown architecture " << c.arch;
+  return *arch;
 }
 
 // Returns an f32 view of a vector tensor: in place when it is f32 and
@@ -71,6 +45,16 @@ const float* tensor_as_f32(const TensorInfo& info, ModelWeights& weights) {
   float* dst = weights.allocate(info.num_elements());
   dtype_to_f32(info.dtype, info.data, dst, info.num_elements());
   return dst;
+}
+
+// Rows [begin, begin + rows) of m, in place (rows are independent in every format).
+WeightMatrix row_range(const WeightMatrix& m, int64_t begin, int64_t rows) {
+  if (begin == 0 && rows == m.rows) return m;
+  WeightMatrix part = m;
+  part.data = m.row(begin);
+  part.rows = rows;
+  if (m.scales != nullptr) part.scales = m.scales + begin;
+  return part;
 }
 
 bool is_float_dtype(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
@@ -248,20 +232,31 @@ std::string weight_format_name(const WeightFormat& f) {
 
 std::vector<TensorSpec> expected_tensors(const ModelConfig& c, TensorNaming naming) {
   GlobalNames g = global_names(naming);
+  const std::vector<LayerTensor> layer_tensors = arch_of(c).layer_tensors(c);
   std::vector<TensorSpec> specs;
   specs.push_back({g.embed, {c.vocab_size, c.dim}, true});
   for (int layer = 0; layer < c.num_layers; ++layer)
-    for (const LayerRole& role : kLayerRoles)
-      if (!role.bias || c.attention_bias)
-        specs.push_back({layer_tensor_name(naming, layer, role), role_shape(c, role), true});
+    for (const LayerTensor& t : layer_tensors) specs.push_back({layer_tensor_name(naming, layer, t), t.shape, true});
   specs.push_back({g.norm, {c.dim}, true});
   if (!c.tie_word_embeddings) specs.push_back({g.lm_head, {c.vocab_size, c.dim}, true});
   return specs;
 }
 
+int64_t config_num_params(const ModelConfig& c) {
+  int64_t total = 0;
+  for (const TensorSpec& spec : expected_tensors(c, TensorNaming::kHuggingFace)) {
+    int64_t n = 1;
+    for (int64_t d : spec.shape) n *= d;
+    total += n;
+  }
+  return total;
+}
+
 Status check_tensors(const ModelConfig& config, const TensorIndex& tensors, TensorNaming naming,
                      const std::string& source) {
+  std::set<std::string> expected;
   for (const TensorSpec& spec : expected_tensors(config, naming)) {
+    expected.insert(spec.name);
     auto it = tensors.find(spec.name);
     if (it == tensors.end()) {
       if (spec.required) return data_loss(source, ": tensor ", spec.name, " is missing");
@@ -271,6 +266,13 @@ Status check_tensors(const ModelConfig& config, const TensorIndex& tensors, Tens
       return data_loss(source, ": tensor ", spec.name, " has shape ", shape_to_string(it->second.shape),
                        ", expected ", shape_to_string(spec.shape), " from the model config");
   }
+  for (const auto& [name, info] : tensors) {
+    // transformers 4.3x saved rope's inverse frequencies as a buffer; they are
+    // recomputed from the config (as transformers itself now does).
+    if (expected.count(name) != 0 || name.ends_with(".rotary_emb.inv_freq")) continue;
+    return unimplemented(source, ": tensor ", name, " is not used by the ", config.arch,
+                         " recipe of this config (it would be silently dropped)");
+  }
   return ok_status();
 }
 
@@ -279,8 +281,8 @@ StatusOr<ModelWeights> load_weights(const ModelConfig& c, const TensorIndex& ten
                                     const std::function<void(int, int)>& progress, const WeightFormat& format) {
   ZL_RETURN_IF_ERROR(check_tensors(c, tensors, naming, source));
   ModelWeights w;
-  std::vector<TensorSpec> specs = expected_tensors(c, naming);
-  int done = 0, total = static_cast<int>(specs.size());
+  const std::vector<LayerTensor> layer_tensors = arch_of(c).layer_tensors(c);
+  int done = 0, total = static_cast<int>(expected_tensors(c, naming).size());
   auto keep_file = [&](const TensorInfo& info) {
     if (info.file) {
       bool known = false;
@@ -306,13 +308,18 @@ StatusOr<ModelWeights> load_weights(const ModelConfig& c, const TensorIndex& ten
   w.layers.resize(static_cast<size_t>(c.num_layers));
   for (int layer = 0; layer < c.num_layers; ++layer) {
     LayerWeights& lw = w.layers[static_cast<size_t>(layer)];
-    for (const LayerRole& role : kLayerRoles) {
-      if (role.bias && !c.attention_bias) continue;
-      std::string name = layer_tensor_name(naming, layer, role);
-      if (role.vec != nullptr) {
-        lw.*role.vec = get_vector(name);
-      } else {
-        ZL_RETURN_IF_ERROR(get_matrix(name, lw.*role.mat));
+    for (const LayerTensor& t : layer_tensors) {
+      std::string name = layer_tensor_name(naming, layer, t);
+      if (t.vec != nullptr) {
+        lw.*t.vec = get_vector(name);
+        continue;
+      }
+      WeightMatrix whole;
+      ZL_RETURN_IF_ERROR(get_matrix(name, whole));
+      int64_t row = 0;
+      for (const LayerTensor::Part& part : t.parts) {
+        lw.*part.mat = row_range(whole, row, part.rows);
+        row += part.rows;
       }
     }
   }

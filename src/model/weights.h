@@ -1,4 +1,4 @@
-// The weights of a Llama-family model as the forward pass reads them. Weight
+// The weights of a decoder model as the forward pass reads them. Weight
 // matrices keep their stored format (f32, f16, bf16, Q8_0, Q4_0) and point
 // into the mapped file, unless a WeightFormat asks for a conversion at load
 // (then they point into storage this struct owns). Norm weights and biases
@@ -19,15 +19,19 @@
 
 namespace zl {
 
+// Optional parts are null unless the recipe (ModelConfig) has them.
 struct LayerWeights {
   const float* attn_norm = nullptr;  // [dim]
   WeightMatrix wq;                   // [q_dim, dim]
   WeightMatrix wk;                   // [kv_dim, dim]
   WeightMatrix wv;                   // [kv_dim, dim]
-  const float* bq = nullptr;         // [q_dim], only with attention_bias
+  const float* bq = nullptr;         // [q_dim], only with qkv_bias
   const float* bk = nullptr;         // [kv_dim]
   const float* bv = nullptr;         // [kv_dim]
+  const float* q_norm = nullptr;     // [head_dim], only with qk_norm
+  const float* k_norm = nullptr;     // [head_dim]
   WeightMatrix wo;                   // [dim, q_dim]
+  const float* bo = nullptr;         // [dim], only with o_bias
   const float* ffn_norm = nullptr;   // [dim]
   WeightMatrix w_gate;               // [hidden_dim, dim]
   WeightMatrix w_up;                 // [hidden_dim, dim]
@@ -77,8 +81,35 @@ std::string weight_format_name(const WeightFormat& format);
 // owned copy as well (about twice their size in memory).
 void pack_weights_for_cpu(ModelWeights& weights);
 
-// How a file format names the tensors of a Llama-family model.
+// How a file format names the tensors of a model.
 enum class TensorNaming { kHuggingFace, kGguf };
+
+// One per-layer tensor of an architecture (model/arch.h): its names after
+// "model.layers.N." and after "blk.N.", its shape, and where it goes.
+struct LayerTensor {
+  // A matrix's consecutive row ranges, in order: one part for a plain
+  // projection, several for a fused one (q, k and v of one qkv tensor).
+  struct Part {
+    WeightMatrix LayerWeights::*mat;
+    int64_t rows;
+  };
+  std::string hf_suffix;
+  std::string gguf_suffix;
+  std::vector<int64_t> shape;
+  const float* LayerWeights::*vec = nullptr;  // a norm or a bias, f32 [shape[0]]; or
+  std::vector<Part> parts;                    // a matrix [rows, cols]
+
+  static LayerTensor norm(std::string hf, std::string gguf, int64_t n, const float* LayerWeights::*vec) {
+    return {std::move(hf), std::move(gguf), {n}, vec, {}};
+  }
+  static LayerTensor bias(std::string hf, std::string gguf, int64_t n, const float* LayerWeights::*vec) {
+    return norm(std::move(hf), std::move(gguf), n, vec);
+  }
+  static LayerTensor matrix(std::string hf, std::string gguf, int64_t rows, int64_t cols,
+                            WeightMatrix LayerWeights::*mat) {
+    return {std::move(hf), std::move(gguf), {rows, cols}, nullptr, {{mat, rows}}};
+  }
+};
 
 // One tensor a model needs: its name in the file and its expected shape.
 struct TensorSpec {
@@ -87,12 +118,15 @@ struct TensorSpec {
   bool required = true;
 };
 
-// The tensors the architecture needs, in load order. Layer-wise roles are
-// filled into LayerWeights by the same order (see weights.cpp).
+// The tensors the architecture (config.arch) needs, in load order.
 std::vector<TensorSpec> expected_tensors(const ModelConfig& config, TensorNaming naming);
 
-// Checks that every required tensor is present with its expected shape. The
-// message names the file, the tensor and what is wrong.
+// Parameter count (weights only), for logs and `check`.
+int64_t config_num_params(const ModelConfig& config);
+
+// Checks that every required tensor is present with its expected shape, and
+// that the file holds no tensor the recipe would leave unread (nothing is
+// silently dropped). The message names the file, the tensor and what is wrong.
 Status check_tensors(const ModelConfig& config, const TensorIndex& tensors, TensorNaming naming,
                      const std::string& source);
 

@@ -20,6 +20,7 @@ namespace {
 struct Shape {
   int32_t heads, kv_heads, head_dim, block_size;
   std::vector<int32_t> positions;  // one sequence per token
+  int32_t window = 0;              // sliding window; 0: full causal attention
 };
 
 // Random q / k / v for a shape, each token's sequence owning a shuffled set of blocks.
@@ -57,6 +58,7 @@ struct Problem {
     args.head_dim = s.head_dim;
     args.block_size = s.block_size;
     args.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    args.window = s.window;
   }
 };
 
@@ -72,7 +74,11 @@ TEST(AttentionTest, VectorMatchesScalarReference) {
                                      // 1-4 query heads per KV head (run together).
                                      {4, 1, 64, 8, {70, 3}},      {2, 1, 128, 16, {90}},
                                      {2, 2, 128, 48, {130, 20}},  {4, 2, 128, 12, {50, 0, 47}},
-                                     {6, 2, 64, 16, {45, 9}}};
+                                     {6, 2, 64, 16, {45, 9}},
+                                     // Sliding windows whose first position falls inside a
+                                     // 16-position chunk, or on its edge, or before position 0.
+                                     {4, 2, 64, 16, {70, 3, 31}, 13}, {2, 1, 128, 16, {90, 16}, 16},
+                                     {3, 3, 80, 8, {40, 17}, 5},      {2, 2, 130, 32, {33}, 40}};
   for (const Shape& s : shapes) {
     Problem p(s, rng);
     AttentionArgs& a = p.args;
@@ -89,6 +95,49 @@ TEST(AttentionTest, VectorMatchesScalarReference) {
     EXPECT_LE(worst, 1e-5f * max_ref) << "heads " << s.heads << " head_dim " << s.head_dim << " tokens "
                                       << a.num_tokens;
     EXPECT_GT(max_ref, 0.0f);
+  }
+}
+
+// A sliding window against a plain softmax in double over the window's
+// positions (pos - window, pos], on whichever kernel the CPU runs.
+TEST(AttentionTest, SlidingWindowAttendsOnlyTheLastPositions) {
+  std::mt19937 rng(11);
+  ThreadPool pool(2);
+  for (const Shape& s : std::vector<Shape>{{2, 1, 64, 16, {47, 5, 20}, 12}, {4, 2, 24, 8, {33, 40}, 7}}) {
+    Problem p(s, rng);
+    AttentionArgs& a = p.args;
+    std::vector<float> out(p.q.size(), NAN);
+    a.out = out.data();
+    attention_f32(pool, a);
+    const int64_t kv_dim = int64_t{s.kv_heads} * s.head_dim;
+    for (int64_t t = 0; t < a.num_tokens; ++t) {
+      const int32_t pos = s.positions[static_cast<size_t>(t)];
+      for (int32_t h = 0; h < s.heads; ++h) {
+        const int64_t kv_offset = int64_t{h / (s.heads / s.kv_heads)} * s.head_dim;
+        const float* q = &p.q[static_cast<size_t>((t * s.heads + h) * s.head_dim)];
+        std::vector<double> scores, acc(static_cast<size_t>(s.head_dim), 0.0);
+        auto row = [&](const std::vector<float>& cache, int32_t pp) {
+          int64_t r = int64_t{a.block_tables[t][pp / s.block_size]} * s.block_size + pp % s.block_size;
+          return &cache[static_cast<size_t>(r * kv_dim + kv_offset)];
+        };
+        const int32_t first = std::max(0, pos - s.window + 1);
+        double max_score = -INFINITY, sum = 0.0;
+        for (int32_t pp = first; pp <= pos; ++pp) {
+          double dot = 0.0;
+          for (int32_t d = 0; d < s.head_dim; ++d) dot += double{q[d]} * row(p.k, pp)[d];
+          scores.push_back(dot * a.scale);
+          max_score = std::max(max_score, scores.back());
+        }
+        for (int32_t pp = first; pp <= pos; ++pp) {
+          double w = std::exp(scores[static_cast<size_t>(pp - first)] - max_score);
+          sum += w;
+          for (int32_t d = 0; d < s.head_dim; ++d) acc[static_cast<size_t>(d)] += w * row(p.v, pp)[d];
+        }
+        const float* o = &out[static_cast<size_t>((t * s.heads + h) * s.head_dim)];
+        for (int32_t d = 0; d < s.head_dim; ++d)
+          EXPECT_NEAR(o[d], acc[static_cast<size_t>(d)] / sum, 1e-5) << "token " << t << " head " << h << " dim " << d;
+      }
+    }
   }
 }
 

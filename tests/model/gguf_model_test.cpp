@@ -22,7 +22,7 @@ TEST(GgufModelTest, Stories260KConfig) {
   EXPECT_EQ(g->version, 3u);
   StatusOr<ModelConfig> c = gguf_model_config(*g);
   ASSERT_TRUE(c.ok()) << c.status().to_string();
-  EXPECT_EQ(c->arch, Arch::kLlama);
+  EXPECT_EQ(c->arch, "llama");
   EXPECT_EQ(c->num_layers, 5);
   EXPECT_EQ(c->dim, 64);
   EXPECT_EQ(c->num_heads, 8);

@@ -103,7 +103,7 @@ TEST(GgufTest, ModelConfigAndVocab) {
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   StatusOr<ModelConfig> c = gguf_model_config(*g);
   ASSERT_TRUE(c.ok()) << c.status().to_string();
-  EXPECT_EQ(c->arch, Arch::kLlama);
+  EXPECT_EQ(c->arch, "llama");
   EXPECT_EQ(c->source_arch, "llama");
   EXPECT_EQ(c->dim, 8);
   EXPECT_EQ(c->num_layers, 1);
@@ -116,7 +116,8 @@ TEST(GgufTest, ModelConfigAndVocab) {
   EXPECT_FLOAT_EQ(c->rope_theta, 10000.0f);
   EXPECT_TRUE(c->rope_interleaved);
   EXPECT_TRUE(c->tie_word_embeddings);  // no output.weight
-  EXPECT_FALSE(c->attention_bias);
+  EXPECT_FALSE(c->qkv_bias);
+  EXPECT_FALSE(c->o_bias);
   EXPECT_EQ(c->bos_token_id, 1);
   EXPECT_EQ(c->eos_token_ids, (std::vector<int32_t>{2}));
 
@@ -149,6 +150,7 @@ TEST(GgufTest, Qwen2AndVersion2AndAlignment) {
   w.add_string("qwen2.rope.scaling.type", "none");
   w.add_f32_tensor("a", {16}, iota(16));
   w.add_f32_tensor("output.weight", {16, 10}, iota(160));
+  w.add_f32_tensor("blk.0.attn_q.bias", {16}, iota(16));  // biases are named by their presence
   StatusOr<GgufFile> g = read_gguf(write("qwen2.gguf", w.build()));
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   EXPECT_EQ(g->alignment, 64u);
@@ -156,9 +158,10 @@ TEST(GgufTest, Qwen2AndVersion2AndAlignment) {
   EXPECT_EQ(g->tensors.at("output.weight").data - g->file->data(), static_cast<ptrdiff_t>(g->data_offset + 64));
   StatusOr<ModelConfig> c = gguf_model_config(*g);
   ASSERT_TRUE(c.ok()) << c.status().to_string();
-  EXPECT_EQ(c->arch, Arch::kQwen2);
+  EXPECT_EQ(c->arch, "qwen2");
   EXPECT_FALSE(c->rope_interleaved);
-  EXPECT_TRUE(c->attention_bias);
+  EXPECT_TRUE(c->qkv_bias);
+  EXPECT_FALSE(c->o_bias);
   EXPECT_FALSE(c->tie_word_embeddings);
   EXPECT_EQ(c->vocab_size, 10);
   EXPECT_EQ(c->head_dim, 8);

@@ -40,7 +40,7 @@ std::string error_of(const std::string& dir, StatusCode code) {
 TEST(HfConfigTest, ReadsLlamaWithDefaults) {
   StatusOr<ModelConfig> c = read_hf_config(model_dir("llama", llama_config(R"("eos_token_id":2)")));
   ASSERT_TRUE(c.ok()) << c.status().to_string();
-  EXPECT_EQ(c->arch, Arch::kLlama);
+  EXPECT_EQ(c->arch, "llama");
   EXPECT_EQ(c->source_arch, "LlamaForCausalLM");
   EXPECT_EQ(c->dim, 64);
   EXPECT_EQ(c->num_layers, 2);
@@ -54,7 +54,9 @@ TEST(HfConfigTest, ReadsLlamaWithDefaults) {
   EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kNone);
   EXPECT_FALSE(c->rope_interleaved);
   EXPECT_FALSE(c->tie_word_embeddings);
-  EXPECT_FALSE(c->attention_bias);
+  EXPECT_FALSE(c->qkv_bias);
+  EXPECT_FALSE(c->o_bias);
+  EXPECT_TRUE(c->layer_sliding.empty());
   EXPECT_EQ(c->vocab_size, 512);
   EXPECT_EQ(c->bos_token_id, 1);
   EXPECT_EQ(c->eos_token_ids, (std::vector<int32_t>{2}));
@@ -77,7 +79,8 @@ TEST(HfConfigTest, Llama3RopeScalingEosListAndGenerationConfig) {
   EXPECT_FLOAT_EQ(c->rope_scaling.high_freq_factor, 4.0f);
   EXPECT_EQ(c->rope_scaling.original_max_position_embeddings, 8192);
   EXPECT_TRUE(c->tie_word_embeddings);
-  EXPECT_TRUE(c->attention_bias);
+  EXPECT_TRUE(c->qkv_bias);  // LlamaAttention: attention_bias is on q, k, v and o
+  EXPECT_TRUE(c->o_bias);
   EXPECT_EQ(c->bos_token_id, 0);  // generation_config wins
   EXPECT_EQ(c->eos_token_ids, (std::vector<int32_t>{2, 3, 4}));
 }
@@ -90,33 +93,93 @@ TEST(HfConfigTest, LinearScalingWithLegacyTypeKey) {
   EXPECT_FLOAT_EQ(c->rope_scaling.factor, 2.0f);
 }
 
-TEST(HfConfigTest, MistralSlidingWindowAcceptedAndTypeChecked) {
+TEST(HfConfigTest, MistralSlidingWindowOnEveryLayer) {
   std::string base = R"({"architectures":["MistralForCausalLM"],"hidden_size":64,)"
                      R"("num_hidden_layers":2,"num_attention_heads":8,"num_key_value_heads":2,)"
                      R"("intermediate_size":128,"max_position_embeddings":1024,"vocab_size":100,)"
-                     R"("eos_token_id":2,"attention_bias":true,"sliding_window":)";
-  StatusOr<ModelConfig> c = read_hf_config(model_dir("mistral", base + "4096}"));
+                     R"("eos_token_id":2,"attention_bias":true)";
+  StatusOr<ModelConfig> c = read_hf_config(model_dir("mistral", base + R"(,"sliding_window":16})"));
   ASSERT_TRUE(c.ok()) << c.status().to_string();
-  EXPECT_EQ(c->arch, Arch::kMistral);
-  EXPECT_FALSE(c->attention_bias);
-  EXPECT_TRUE(read_hf_config(model_dir("mistral_null", base + "null}")).ok());
-  std::string msg = error_of(model_dir("mistral_bad", base + "\"4096\"}"), StatusCode::kDataLoss);
+  EXPECT_EQ(c->arch, "mistral");
+  EXPECT_FALSE(c->qkv_bias);  // MistralAttention has no bias whatever the field says
+  EXPECT_EQ(c->sliding_window, 16);
+  EXPECT_EQ(c->layer_sliding, (std::vector<uint8_t>{1, 1}));
+  EXPECT_EQ(c->layer_window(1), 16);
+  c = read_hf_config(model_dir("mistral_null", base + R"(,"sliding_window":null})"));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_TRUE(c->layer_sliding.empty());
+  EXPECT_EQ(c->layer_window(0), 0);
+  c = read_hf_config(model_dir("mistral_absent", base + "}"));  // transformers' default
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->layer_window(0), 4096);
+  std::string msg = error_of(model_dir("mistral_bad", base + R"(,"sliding_window":"4096"})"), StatusCode::kDataLoss);
   EXPECT_NE(msg.find("sliding_window"), std::string::npos);
 }
 
-TEST(HfConfigTest, Qwen2AlwaysHasQkvBias) {
-  std::string config = R"({"architectures":["Qwen2ForCausalLM"],"hidden_size":64,)"
-                       R"("num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,)"
-                       R"("intermediate_size":128,"max_position_embeddings":1024,"vocab_size":100,)"
-                       R"("rope_theta":1000000.0,"tie_word_embeddings":true,"use_sliding_window":false,)"
-                       R"("sliding_window":32768,"max_window_layers":21,"bos_token_id":null,"eos_token_id":7})";
-  StatusOr<ModelConfig> c = read_hf_config(model_dir("qwen2", config));
+std::string qwen_config(const std::string& arch, const std::string& extra) {
+  return R"({"architectures":[")" + arch + R"("],"hidden_size":64,)"
+         R"("num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,)"
+         R"("intermediate_size":128,"max_position_embeddings":1024,"vocab_size":100,)"
+         R"("rope_theta":1000000.0,"tie_word_embeddings":true,"bos_token_id":null,"eos_token_id":7,)" +
+         extra + "}";
+}
+
+TEST(HfConfigTest, Qwen2AlwaysHasQkvBiasAndWindowsOnlyWhenAsked) {
+  StatusOr<ModelConfig> c = read_hf_config(model_dir(
+      "qwen2", qwen_config("Qwen2ForCausalLM", R"("use_sliding_window":false,"sliding_window":32768,"max_window_layers":1)")));
   ASSERT_TRUE(c.ok()) << c.status().to_string();
-  EXPECT_EQ(c->arch, Arch::kQwen2);
-  EXPECT_TRUE(c->attention_bias);
+  EXPECT_EQ(c->arch, "qwen2");
+  EXPECT_TRUE(c->qkv_bias);
+  EXPECT_FALSE(c->o_bias);
+  EXPECT_FALSE(c->qk_norm);
   EXPECT_TRUE(c->tie_word_embeddings);
   EXPECT_EQ(c->bos_token_id, -1);
   EXPECT_EQ(c->head_dim, 16);
+  EXPECT_TRUE(c->layer_sliding.empty());  // use_sliding_window is false
+  c = read_hf_config(model_dir(
+      "qwen2_swa", qwen_config("Qwen2ForCausalLM", R"("use_sliding_window":true,"sliding_window":8,"max_window_layers":1)")));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->sliding_window, 8);
+  EXPECT_EQ(c->layer_sliding, (std::vector<uint8_t>{0, 1, 1}));  // from max_window_layers on
+  // transformers 5 lists the layer kinds itself; they win over max_window_layers.
+  c = read_hf_config(model_dir("qwen2_types", qwen_config("Qwen2ForCausalLM",
+      R"("use_sliding_window":true,"sliding_window":8,"max_window_layers":1,)"
+      R"("layer_types":["sliding_attention","full_attention","sliding_attention"])")));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->layer_sliding, (std::vector<uint8_t>{1, 0, 1}));
+  std::string msg = error_of(model_dir("qwen2_types_bad", qwen_config("Qwen2ForCausalLM",
+      R"("use_sliding_window":true,"layer_types":["sliding_attention","chunked_attention","full_attention"])")),
+      StatusCode::kUnimplemented);
+  EXPECT_NE(msg.find("layer_types"), std::string::npos);
+}
+
+TEST(HfConfigTest, Qwen3HasQkNormAndBiasOnlyWhenAsked) {
+  StatusOr<ModelConfig> c = read_hf_config(model_dir("qwen3", qwen_config("Qwen3ForCausalLM", R"("head_dim":32)")));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "qwen3");
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->qkv_bias);
+  EXPECT_EQ(c->head_dim, 32);
+  c = read_hf_config(model_dir("qwen3_bias", qwen_config("Qwen3ForCausalLM", R"("attention_bias":true)")));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_TRUE(c->qkv_bias);
+  EXPECT_TRUE(c->o_bias);
+}
+
+TEST(HfConfigTest, FieldsThatChangeTheComputationAreReadOrRefused) {
+  // Llama does not implement soft-capping: a file asking for it is refused by name.
+  std::string msg =
+      error_of(model_dir("softcap", llama_config(R"("final_logit_softcapping":30.0)")), StatusCode::kUnimplemented);
+  EXPECT_NE(msg.find("final_logit_softcapping"), std::string::npos);
+  EXPECT_NE(msg.find("llama"), std::string::npos);
+  msg = error_of(model_dir("llama_swa", llama_config(R"("sliding_window":4096)")), StatusCode::kUnimplemented);
+  EXPECT_NE(msg.find("sliding_window"), std::string::npos);
+  // null means unset, as transformers reads it.
+  EXPECT_TRUE(read_hf_config(model_dir("llama_swa_null", llama_config(R"("sliding_window":null)"))).ok());
+  std::string gelu = llama_config();
+  gelu.replace(gelu.find("\"silu\""), 6, "\"gelu\"");
+  msg = error_of(model_dir("gelu", gelu), StatusCode::kUnimplemented);
+  EXPECT_NE(msg.find("hidden_act"), std::string::npos);
 }
 
 TEST(HfConfigTest, UnknownArchitectureIsUnimplemented) {

@@ -122,7 +122,9 @@ TEST_P(LogitsTest, MatchesTransformers) {
 INSTANTIATE_TEST_SUITE_P(Goldens, LogitsTest,
                          ::testing::Values("logits/llama-gqa-tied", "logits/llama3-rope", "logits/qwen2-bias",
                                            "logits/mistral", "logits/llama-linear-rope-bf16-sharded",
-                                           "logits/llama-f16", "gguf/llama-gqa-tied.f32", "gguf/llama-gqa-tied.f16",
+                                           "logits/llama-f16", "logits/llama-attn-bias", "logits/mistral-swa",
+                                           "logits/qwen2-swa", "logits/qwen3", "logits/qwen3-bias-swa",
+                                           "gguf/llama-gqa-tied.f32", "gguf/llama-gqa-tied.f16",
                                            "gguf/llama-gqa-tied.q8_0", "gguf/llama-gqa-tied.q4_0"),
                          [](const auto& info) {
                            std::string name = info.param;

@@ -2,6 +2,7 @@
 // tokenizer without converting or computing anything, checks they agree, and
 // prints a summary; exits 1 naming every mismatch.
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -40,8 +41,19 @@ std::vector<std::string> find_mismatches(const ModelSource& s) {
 void print_summary(const ModelSource& s) {
   const ModelConfig& c = s.config;
   std::printf("model:        %s (%s)\n", s.spec.c_str(), model_format_name(s.format));
-  std::printf("architecture: %s (%s)\n", arch_name(c.arch), c.source_arch.c_str());
+  std::printf("architecture: %s (%s)\n", c.arch.c_str(), c.source_arch.c_str());
   std::printf("parameters:   %.2fM in %zu tensors\n", config_num_params(c) / 1e6, s.tensors.size());
+  std::map<std::string, int> types;
+  for (const auto& [name, info] : s.tensors) ++types[dtype_name(info.dtype)];
+  if (!types.empty()) {
+    std::printf("tensor types:");
+    for (const auto& [type, count] : types) std::printf(" %s x %d", type.c_str(), count);
+    std::printf("\n");
+  }
+  std::string recipe;
+  for (const std::string& feature : recipe_features(c)) recipe += " " + feature;
+  if (c.sliding_window > 0 && !c.layer_sliding.empty()) recipe += str_cat(" (window ", c.sliding_window, ")");
+  std::printf("recipe:       %s\n", recipe.empty() ? " llama" : recipe.c_str());
   std::printf("shape:        dim %d, layers %d, heads %d, kv heads %d, head dim %d, hidden %d, vocab %d\n", c.dim,
               c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.hidden_dim, c.vocab_size);
   std::printf("context:      %d tokens, rope theta %g%s\n", c.max_seq_len, c.rope_theta,

@@ -15,6 +15,9 @@ namespace {
 // The largest head the vector path keeps its accumulator for (on the stack).
 constexpr int32_t kMaxVectorHeadDim = 512;
 
+// The first position a token at `pos` attends to.
+int32_t first_position(const AttentionArgs& a, int32_t pos) { return a.window > 0 ? std::max(0, pos - a.window + 1) : 0; }
+
 const float* kv_row(const AttentionArgs& a, const float* cache, const int32_t* blocks, int32_t p,
                     int64_t kv_offset) {
   int64_t row = int64_t{blocks[p / a.block_size]} * a.block_size + p % a.block_size;
@@ -31,7 +34,7 @@ void attend_one_scalar(const AttentionArgs& a, int64_t token, int32_t head, floa
 
   float max_score = -INFINITY, sum = 0.0f;
   for (int32_t d = 0; d < a.head_dim; ++d) acc[d] = 0.0f;
-  for (int32_t p = 0; p <= pos; ++p) {
+  for (int32_t p = first_position(a, pos); p <= pos; ++p) {
     const float* k = kv_row(a, a.k_cache, blocks, p, kv_offset);
     const float* v = kv_row(a, a.v_cache, blocks, p, kv_offset);
     float score = dot_f32(q, k, a.head_dim) * a.scale;
@@ -139,12 +142,15 @@ ZL_AVX512 void attend_avx512(const AttentionArgs& a, int64_t token, int32_t head
     max_score[h] = -INFINITY;
     sum[h] = 0.0f;
   }
-  for (int32_t p0 = 0; p0 <= pos; p0 += 16) {
+  // Chunks start at multiples of 16 (chunk_rows relies on it); with a
+  // window, the first chunk's positions before the window are masked off.
+  const int32_t first = first_position(a, pos);
+  for (int32_t p0 = first / 16 * 16; p0 <= pos; p0 += 16) {
     const int32_t n = std::min(16, pos + 1 - p0);
     const float* k_rows[16];
     const float* v_rows[16];
     chunk_rows(a, blocks, p0, n, kv_offset, k_rows, v_rows);
-    const __mmask16 valid = tail_mask(n);
+    const __mmask16 valid = static_cast<__mmask16>(tail_mask(n) & ~tail_mask(std::max(0, first - p0)));
     alignas(64) float weights[NQ][16];
     __m512 dots[NQ][16];
     for (int h = 0; h < NQ; ++h)

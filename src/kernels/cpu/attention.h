@@ -1,5 +1,6 @@
 // Causal grouped-query attention of a flat batch of tokens over the paged KV
-// pool. Each token attends to positions [0, pos] of its own sequence, whose
+// pool. Each token attends to positions [0, pos] of its own sequence (with a
+// sliding window w, only to (pos - w, pos]), whose
 // keys and values (already rotated and written for this step) are found
 // through that sequence's block table: position p lives in block
 // block_table[p / block_size], row p % block_size. Softmax is computed online
@@ -28,6 +29,7 @@ struct AttentionArgs {
   int32_t head_dim = 0;
   int32_t block_size = 0;
   float scale = 1.0f;              // usually 1/sqrt(head_dim)
+  int32_t window = 0;              // > 0: a sliding window of that many positions, the token's own included
 };
 
 void attention_f32(ThreadPool& pool, const AttentionArgs& args, Isa isa = active_isa());

@@ -1,0 +1,129 @@
+#include "model/arch.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "model/gguf.h"
+
+namespace zl {
+
+// The families, one file each under model/arch/.
+extern const ArchDef kLlamaArch;
+extern const ArchDef kMistralArch;
+extern const ArchDef kQwen2Arch;
+extern const ArchDef kQwen3Arch;
+
+namespace {
+
+constexpr const ArchDef* kArchs[] = {&kLlamaArch, &kMistralArch, &kQwen2Arch, &kQwen3Arch};
+
+template <typename Key>
+const ArchDef* find_by(std::string_view name, Key key) {
+  for (const ArchDef* arch : kArchs)
+    if (arch->*key != nullptr && name == arch->*key) return arch;
+  return nullptr;
+}
+
+template <typename Key>
+std::string list_of(Key key) {
+  std::string out;
+  for (const ArchDef* arch : kArchs) {
+    if (arch->*key == nullptr) continue;
+    if (!out.empty()) out += ", ";
+    out += arch->*key;
+  }
+  return out;
+}
+
+}  // namespace
+
+const ArchDef* find_arch(std::string_view name) { return find_by(name, &ArchDef::name); }
+const ArchDef* find_arch_by_hf_class(std::string_view name) { return find_by(name, &ArchDef::hf_class); }
+const ArchDef* find_arch_by_gguf_name(std::string_view name) { return find_by(name, &ArchDef::gguf_name); }
+std::string supported_hf_classes() { return list_of(&ArchDef::hf_class); }
+std::string supported_gguf_names() { return list_of(&ArchDef::gguf_name); }
+
+std::vector<LayerTensor> llama_layer_tensors(const ModelConfig& c) {
+  const int64_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim;
+  using L = LayerWeights;
+  std::vector<LayerTensor> t;
+  t.push_back(LayerTensor::norm("input_layernorm.weight", "attn_norm.weight", dim, &L::attn_norm));
+  t.push_back(LayerTensor::matrix("self_attn.q_proj.weight", "attn_q.weight", q, dim, &L::wq));
+  t.push_back(LayerTensor::matrix("self_attn.k_proj.weight", "attn_k.weight", kv, dim, &L::wk));
+  t.push_back(LayerTensor::matrix("self_attn.v_proj.weight", "attn_v.weight", kv, dim, &L::wv));
+  if (c.qkv_bias) {
+    t.push_back(LayerTensor::bias("self_attn.q_proj.bias", "attn_q.bias", q, &L::bq));
+    t.push_back(LayerTensor::bias("self_attn.k_proj.bias", "attn_k.bias", kv, &L::bk));
+    t.push_back(LayerTensor::bias("self_attn.v_proj.bias", "attn_v.bias", kv, &L::bv));
+  }
+  if (c.qk_norm) {
+    t.push_back(LayerTensor::norm("self_attn.q_norm.weight", "attn_q_norm.weight", c.head_dim, &L::q_norm));
+    t.push_back(LayerTensor::norm("self_attn.k_norm.weight", "attn_k_norm.weight", c.head_dim, &L::k_norm));
+  }
+  t.push_back(LayerTensor::matrix("self_attn.o_proj.weight", "attn_output.weight", dim, q, &L::wo));
+  if (c.o_bias) t.push_back(LayerTensor::bias("self_attn.o_proj.bias", "attn_output.bias", dim, &L::bo));
+  t.push_back(LayerTensor::norm("post_attention_layernorm.weight", "ffn_norm.weight", dim, &L::ffn_norm));
+  t.push_back(LayerTensor::matrix("mlp.gate_proj.weight", "ffn_gate.weight", hidden, dim, &L::w_gate));
+  t.push_back(LayerTensor::matrix("mlp.up_proj.weight", "ffn_up.weight", hidden, dim, &L::w_up));
+  t.push_back(LayerTensor::matrix("mlp.down_proj.weight", "ffn_down.weight", dim, hidden, &L::w_down));
+  return t;
+}
+
+void read_gguf_biases(const GgufFields& f, ModelConfig& c) {
+  c.qkv_bias = f.has_tensor("blk.0.attn_q.bias");
+  c.o_bias = f.has_tensor("blk.0.attn_output.bias");
+}
+
+Status read_hf_sliding_window_all_layers(const HfFields& f, ModelConfig& c) {
+  // transformers' MistralConfig: absent means its default of 4096, null means none.
+  int32_t window = 4096;
+  if (f.object().contains("sliding_window")) {
+    ZL_ASSIGN_OR_RETURN(window, f.get_i32("sliding_window", 0));
+  }
+  if (window < 0) return f.refuse("sliding_window", "must be positive or null");
+  c.sliding_window = window;
+  c.layer_sliding.assign(window > 0 ? static_cast<size_t>(c.num_layers) : 0, 1);
+  return ok_status();
+}
+
+StatusOr<bool> read_hf_layer_types(const HfFields& f, int32_t window, ModelConfig& c) {
+  ZL_ASSIGN_OR_RETURN(std::vector<std::string> types, f.get_string_list("layer_types"));
+  if (types.empty()) return false;
+  if (types.size() != static_cast<size_t>(c.num_layers))
+    return f.refuse("layer_types", str_cat("it lists ", types.size(), " layers, the model has ", c.num_layers));
+  c.sliding_window = window;
+  c.layer_sliding.clear();
+  if (window == 0) return true;
+  for (const std::string& type : types) {
+    if (type != "full_attention" && type != "sliding_attention")
+      return f.refuse("layer_types", "only full_attention and sliding_attention are implemented, not " + type);
+    c.layer_sliding.push_back(type == "sliding_attention" ? 1 : 0);
+  }
+  if (std::find(c.layer_sliding.begin(), c.layer_sliding.end(), 1) == c.layer_sliding.end()) c.layer_sliding.clear();
+  return true;
+}
+
+Status read_hf_qwen_sliding_window(const HfFields& f, ModelConfig& c) {
+  ZL_ASSIGN_OR_RETURN(bool use_window, f.get_bool("use_sliding_window", false));
+  int32_t window = 4096;  // transformers' default when the field is absent
+  if (f.object().contains("sliding_window")) {
+    ZL_ASSIGN_OR_RETURN(window, f.get_i32("sliding_window", 0));
+  }
+  if (window < 0) return f.refuse("sliding_window", "must be positive or null");
+  if (!use_window) window = 0;
+  ZL_ASSIGN_OR_RETURN(int32_t first_windowed, f.get_i32("max_window_layers", 28));
+  ZL_ASSIGN_OR_RETURN(bool listed, read_hf_layer_types(f, window, c));
+  if (listed || window == 0) return ok_status();
+  c.sliding_window = window;
+  for (int32_t layer = 0; layer < c.num_layers; ++layer) c.layer_sliding.push_back(layer >= first_windowed ? 1 : 0);
+  if (first_windowed >= c.num_layers) c.layer_sliding.clear();
+  return ok_status();
+}
+
+Status require_hf_silu(const HfFields& f) {
+  ZL_ASSIGN_OR_RETURN(std::string act, f.get_string("hidden_act"));
+  if (!act.empty() && act != "silu") return f.refuse("hidden_act", "only silu is");
+  return ok_status();
+}
+
+}  // namespace zl

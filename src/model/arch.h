@@ -1,0 +1,71 @@
+// The architecture seam. Each model family lives in one file,
+// src/model/arch/<name>.cpp, which defines one ArchDef: how its
+// hyper-parameters and layer recipe are read from config.json and from GGUF
+// metadata, and the names and shapes of its per-layer tensors in both
+// formats. The shared pieces (the shape fields every family has, the
+// loading, the forward pass and its kernels) read the family only through
+// the ModelConfig recipe and the tensor list the definition gives.
+//
+// Adding a family: write arch/<name>.cpp with its ArchDef and add it to the
+// list in arch.cpp. A recipe step the forward pass lacks (a new norm, a new
+// activation) is a kernel plus a ModelConfig field, named in
+// recipe_features() so that backends without it refuse the model.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "model/config.h"
+#include "model/config_fields.h"
+#include "model/weights.h"
+
+namespace zl {
+
+struct ArchDef {
+  const char* name;       // ours, in ModelConfig::arch: "llama"
+  const char* hf_class;   // config.json "architectures"[0]: "LlamaForCausalLM"; nullptr if none
+  const char* gguf_name;  // general.architecture: "llama"; nullptr if none
+  // Read the family's own fields after the shared shape, rope and special
+  // ids (read by hf_config.cpp / gguf_meta.cpp) are in `config`. Every field
+  // that changes the computation is read: implemented, or refused by name.
+  Status (*read_hf)(const HfFields& fields, ModelConfig& config);
+  Status (*read_gguf)(const GgufFields& fields, ModelConfig& config);
+  // Per-layer tensors in load order (the embedding, the final norm and the
+  // classifier are the same for every family; weights.cpp adds them).
+  std::vector<LayerTensor> (*layer_tensors)(const ModelConfig& config);
+};
+
+// nullptr when unknown. find_arch takes our name (ModelConfig::arch).
+const ArchDef* find_arch(std::string_view name);
+const ArchDef* find_arch_by_hf_class(std::string_view hf_class);
+const ArchDef* find_arch_by_gguf_name(std::string_view gguf_name);
+// "LlamaForCausalLM, MistralForCausalLM, ..." / "llama, qwen2, ..." for errors.
+std::string supported_hf_classes();
+std::string supported_gguf_names();
+
+// Shared pieces the architecture files build from.
+
+// The Llama block: attn_norm, q/k/v (with biases when config.qkv_bias), o
+// (with a bias when config.o_bias), ffn_norm, gate, up, down; q_norm and
+// k_norm ([head_dim]) when config.qk_norm.
+std::vector<LayerTensor> llama_layer_tensors(const ModelConfig& config);
+// A GGUF file names its optional biases by their presence: sets qkv_bias and
+// o_bias from blk.0's tensors.
+void read_gguf_biases(const GgufFields& fields, ModelConfig& config);
+// Mistral-style sliding_window (an int or null) applied to every layer.
+Status read_hf_sliding_window_all_layers(const HfFields& fields, ModelConfig& config);
+// Qwen2 / Qwen3: sliding_window (4096 when absent, null: none) only when
+// use_sliding_window is true; which layers slide from layer_types when the
+// file lists them, else the layers from max_window_layers (28) on.
+Status read_hf_qwen_sliding_window(const HfFields& fields, ModelConfig& config);
+// layer_types ("full_attention" / "sliding_attention", one per layer) into
+// config.layer_sliding, when the file lists them; `window` 0 makes every
+// layer full (as transformers does when sliding_window is null). Returns
+// whether the field was present.
+StatusOr<bool> read_hf_layer_types(const HfFields& fields, int32_t window, ModelConfig& config);
+// hidden_act must be silu (the only activation Llama-style MLPs use).
+Status require_hf_silu(const HfFields& fields);
+
+}  // namespace zl
