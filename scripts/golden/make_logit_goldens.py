@@ -58,6 +58,10 @@ from transformers import (
     MistralForCausalLM,
     Qwen2Config,
     Qwen2ForCausalLM,
+    Gemma2Config,
+    Gemma2ForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     Qwen3Config,
     Qwen3ForCausalLM,
 )
@@ -167,6 +171,40 @@ MODELS = [
                  layer_types=["sliding_attention", "full_attention"],
                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
         save_dtype=torch.float32, config_format="v5", max_shard_size=None),
+    # Gemma 3: 3 layers, two windowed (window 8, local rope base 50) and one
+    # global (base 1000, linear scaling 2), query_pre_attn_scalar != head_dim,
+    # q/k norms, final soft-capping.
+    dict(
+        name="gemma3", seed=1012, cls=Gemma3ForCausalLM, cfg_cls=Gemma3TextConfig,
+        cfg=dict(num_hidden_layers=3, num_key_value_heads=1, head_dim=32, tie_word_embeddings=True,
+                 rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+                 query_pre_attn_scalar=24, sliding_window=8, final_logit_softcapping=15.0,
+                 layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                 rope_parameters={
+                     "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000.0},
+                     "sliding_attention": {"rope_type": "default", "rope_theta": 50.0}}),
+        save_dtype=torch.float32, config_format="v5", max_shard_size=None),
+    # The same recipe as transformers 4 wrote it (rope_theta, rope_scaling,
+    # rope_local_base_freq, sliding_window_pattern, no layer_types), untied.
+    dict(
+        name="gemma3-legacy", seed=1013, cls=Gemma3ForCausalLM, cfg_cls=Gemma3TextConfig,
+        cfg=dict(num_hidden_layers=3, num_key_value_heads=2, head_dim=16, tie_word_embeddings=False,
+                 rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+                 query_pre_attn_scalar=16, sliding_window=6, sliding_window_pattern=3,
+                 layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                 rope_parameters={
+                     "full_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                     "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}}),
+        save_dtype=torch.float32, config_format="gemma3-legacy", max_shard_size=None),
+    # Gemma 2: every other layer windowed, soft-capped attention scores and logits.
+    dict(
+        name="gemma2", seed=1014, cls=Gemma2ForCausalLM, cfg_cls=Gemma2Config,
+        cfg=dict(num_hidden_layers=3, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True,
+                 rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+                 query_pre_attn_scalar=16, sliding_window=8, attn_logit_softcapping=5.0,
+                 final_logit_softcapping=4.0,
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        save_dtype=torch.float32, config_format="v5", max_shard_size=None),
 ]
 
 
@@ -193,6 +231,24 @@ def to_legacy_config(path):
         cfg["rope_scaling"] = None
     else:
         cfg["rope_scaling"] = rope
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def to_gemma3_legacy_config(path, pattern):
+    """Rewrite a Gemma 3 config.json from transformers 5's per-layer-kind
+    rope_parameters and layer_types to transformers 4's rope_theta,
+    rope_scaling, rope_local_base_freq and sliding_window_pattern."""
+    with open(path) as f:
+        cfg = json.load(f)
+    rope = cfg.pop("rope_parameters")
+    full = dict(rope["full_attention"])
+    cfg["rope_theta"] = full.pop("rope_theta")
+    cfg["rope_scaling"] = None if full.get("rope_type", "default") == "default" else full
+    cfg["rope_local_base_freq"] = rope["sliding_attention"]["rope_theta"]
+    del cfg["layer_types"]
+    cfg["sliding_window_pattern"] = pattern
     with open(path, "w") as f:
         json.dump(cfg, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -256,7 +312,7 @@ def make_one(spec):
         shutil.rmtree(folder)
 
     torch.manual_seed(spec["seed"])
-    cfg = spec["cfg_cls"](**COMMON, **spec["cfg"])
+    cfg = spec["cfg_cls"](**{**COMMON, **spec["cfg"]})
     cfg._attn_implementation = "eager"
     model = spec["cls"](cfg).float()
     randomize_(model, spec["seed"])
@@ -269,6 +325,8 @@ def make_one(spec):
     model.save_pretrained(folder, **kwargs)
     if spec["config_format"] == "legacy":
         to_legacy_config(os.path.join(folder, "config.json"))
+    elif spec["config_format"] == "gemma3-legacy":
+        to_gemma3_legacy_config(os.path.join(folder, "config.json"), spec["cfg"]["sliding_window_pattern"])
     if spec.get("drop_layer_types"):
         drop_config_key(os.path.join(folder, "config.json"), "layer_types")
     del model

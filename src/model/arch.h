@@ -51,6 +51,29 @@ std::string supported_gguf_names();
 // (with a bias when config.o_bias), ffn_norm, gate, up, down; q_norm and
 // k_norm ([head_dim]) when config.qk_norm.
 std::vector<LayerTensor> llama_layer_tensors(const ModelConfig& config);
+// The Gemma 2 / 3 block: Llama's tensors under Gemma's names, plus the norms
+// after attention and after the MLP (post_norms) and, with qk_norm, q/k norms.
+std::vector<LayerTensor> gemma_layer_tensors(const ModelConfig& config);
+// Gemma 2 / 3's shared fields: the GELU-tanh MLP, norms scaling by (1 + w),
+// embeddings scaled by sqrt(hidden), query_pre_attn_scalar, attention_bias,
+// tied embeddings by default, and the sliding window with layer_types (or,
+// in files without them, every `default_pattern`-th layer full).
+Status read_hf_gemma_common(const HfFields& fields, int32_t default_pattern, ModelConfig& config);
+// How llama.cpp reads one Gemma generation's GGUF keys.
+struct GemmaGgufRules {
+  int32_t default_window;   // when {arch}.attention.sliding_window is absent (0: no window)
+  int32_t default_pattern;  // every n-th layer is full, when the file does not say
+  int32_t layers_27b;       // the 27B's layer count: it scales by 1/sqrt(hidden / heads)
+  bool local_rope;          // windowed layers rotate with {arch}.rope.freq_base_swa (default 10000)
+};
+// Gemma's GGUF keys: {arch}.attention.sliding_window,
+// {arch}.attention.sliding_window_pattern (a bool per layer, or n: every n-th
+// layer full), {arch}.rope.freq_base_swa, {arch}.attn_logit_softcapping and
+// {arch}.final_logit_softcapping, plus the recipe (GELU-tanh, post norms,
+// embeddings scaled by sqrt(hidden), llama.cpp's attention scale). The norm
+// weights already hold Gemma's + 1.
+Status read_gguf_gemma_common(const GgufFields& fields, const std::string& arch, const GemmaGgufRules& rules,
+                              ModelConfig& config);
 // A GGUF file names its optional biases by their presence: sets qkv_bias and
 // o_bias from blk.0's tensors.
 void read_gguf_biases(const GgufFields& fields, ModelConfig& config);

@@ -1,6 +1,7 @@
 #include "model/config.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace zl {
 
@@ -10,6 +11,10 @@ const char* activation_name(Activation activation) {
     case Activation::kGeluTanh: return "gelu_tanh";
   }
   return "?";
+}
+
+float ModelConfig::attention_scale() const {
+  return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
 
 Status validate_config(const ModelConfig& c, const std::string& source) {
@@ -44,6 +49,12 @@ Status validate_config(const ModelConfig& c, const std::string& source) {
       return bad("layer_types", c.layer_sliding.size(), "must list one kind per layer");
     if (c.sliding_window <= 0) return bad("sliding_window", c.sliding_window, "must be positive for windowed layers");
   }
+  if (!(c.embed_scale > 0.0f) || !std::isfinite(c.embed_scale)) return bad("embed_scale", c.embed_scale, "must be positive");
+  if (!(c.attn_scale >= 0.0f) || !std::isfinite(c.attn_scale))
+    return bad("query_pre_attn_scalar", c.attn_scale, "must give a positive scale");
+  if (!(c.attn_softcap >= 0.0f)) return bad("attn_logit_softcapping", c.attn_softcap, "must be positive or null");
+  if (!(c.final_softcap >= 0.0f)) return bad("final_logit_softcapping", c.final_softcap, "must be positive or null");
+  if (!(c.rope_theta_sliding >= 0.0f)) return bad("rope_local_base_freq", c.rope_theta_sliding, "must be positive");
   if (c.bos_token_id >= c.vocab_size) return bad("bos_token_id", c.bos_token_id, "is not below vocab_size");
   for (int32_t id : c.eos_token_ids)
     if (id < 0 || id >= c.vocab_size) return bad("eos_token_id", id, "is not in [0, vocab_size)");
@@ -55,8 +66,14 @@ std::vector<std::string> recipe_features(const ModelConfig& c) {
   if (c.qkv_bias) features.emplace_back("qkv_bias");
   if (c.o_bias) features.emplace_back("o_bias");
   if (c.qk_norm) features.emplace_back("qk_norm");
+  if (c.post_norms) features.emplace_back("post_norms");
   if (c.activation != Activation::kSilu) features.emplace_back(activation_name(c.activation));
+  if (c.embed_scale != 1.0f) features.emplace_back("embed_scale");
+  if (c.attn_scale > 0.0f) features.emplace_back("attn_scale");
+  if (c.attn_softcap > 0.0f) features.emplace_back("attn_softcap");
+  if (c.final_softcap > 0.0f) features.emplace_back("final_softcap");
   if (!c.layer_sliding.empty()) features.emplace_back("sliding_window");
+  if (c.rope_theta_sliding > 0.0f) features.emplace_back("sliding_rope_theta");
   return features;
 }
 

@@ -53,13 +53,28 @@ struct ModelConfig {
   // no biases, full causal attention scaled by 1/sqrt(head_dim).
   bool qkv_bias = false;          // q/k/v projections have biases (Qwen2, Llama attention_bias)
   bool o_bias = false;            // the output projection has a bias (Llama attention_bias)
-  bool qk_norm = false;           // RMSNorm over each head of q and k before rope (Qwen3)
+  bool qk_norm = false;           // RMSNorm over each head of q and k before rope (Qwen3, Gemma 3)
+  // RMSNorm of each block's output before it joins the residual stream
+  // (Gemma 2 / 3: post_attention_layernorm, post_feedforward_layernorm).
+  bool post_norms = false;
+  // Added to every norm weight at load: Gemma's RMSNorm scales by (1 + w).
+  // GGUF files hold the sum already (llama.cpp's converter adds it).
+  float norm_weight_offset = 0.0f;
   Activation activation = Activation::kSilu;
+  float embed_scale = 1.0f;       // token embeddings are multiplied by it (Gemma: sqrt(hidden))
+  float attn_scale = 0.0f;        // attention scores' scale; 0: 1/sqrt(head_dim)
+  // Soft-capping, x -> cap * tanh(x / cap), of the attention scores and of
+  // the final logits (Gemma 2); 0: none.
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
   // Sliding-window attention: a windowed layer's token at position p attends
   // to positions (p - sliding_window, p] only. layer_sliding: [num_layers],
   // 1 for a windowed layer; empty when no layer is.
   int32_t sliding_window = 0;
   std::vector<uint8_t> layer_sliding;
+  // > 0: windowed layers rotate with this base and no scaling (Gemma 3's
+  // local layers); 0: every layer uses rope_theta and rope_scaling.
+  float rope_theta_sliding = 0.0f;
 
   int32_t q_dim() const { return num_heads * head_dim; }
   int32_t kv_dim() const { return num_kv_heads * head_dim; }
@@ -67,6 +82,7 @@ struct ModelConfig {
   int32_t layer_window(int32_t layer) const {
     return layer_sliding.empty() || !layer_sliding[static_cast<size_t>(layer)] ? 0 : sliding_window;
   }
+  float attention_scale() const;
 };
 
 // Checks every field is positive and consistent (heads divide, head_dim even,

@@ -46,6 +46,8 @@ const json* HfFields::find(const char* key) const {
   return &*it;
 }
 
+bool HfFields::has_key(const char* key) const { return object_.contains(key); }
+
 Status HfFields::type_error(const char* key, const char* expected, const json& got) const {
   return data_loss(source_, ": field \"", prefix_, key, "\": expected ", expected, ", got ", json_type_name(got), " ",
                    got.dump());
@@ -185,6 +187,13 @@ StatusOr<int32_t> GgufFields::get_token_id(const std::string& key) const {
   if (*i < 0 || *i == kNoToken) return -1;
   if (*i > std::numeric_limits<int32_t>::max()) return type_error(key, "a token id below 2^31");
   return static_cast<int32_t>(*i);
+}
+
+std::optional<std::vector<uint8_t>> GgufFields::get_flags(const std::string& key) const {
+  const GgufValue* v = find(key);
+  const auto* flags = v == nullptr ? nullptr : std::get_if<std::vector<bool>>(&v->value);
+  if (flags == nullptr) return std::nullopt;
+  return std::vector<uint8_t>(flags->begin(), flags->end());
 }
 
 }  // namespace zl

@@ -34,6 +34,8 @@ class HfFields {
 
   // nullptr when absent or null.
   const nlohmann::json* find(const char* key) const;
+  // Whether the file has the field at all, null included (not counted as read).
+  bool has_key(const char* key) const;
   Status type_error(const char* key, const char* expected, const nlohmann::json& got) const;
   Status missing(const char* key) const;
   // "<source>: field "<key>" = <value> is not supported (<why>)".
@@ -76,6 +78,8 @@ class GgufFields {
   StatusOr<std::optional<bool>> get_bool(const std::string& key) const;
   // A token id; -1 when absent or stored as 0xFFFFFFFF / a negative value.
   StatusOr<int32_t> get_token_id(const std::string& key) const;
+  // An array of bools as 0/1; nullopt when the key is absent or not an array.
+  std::optional<std::vector<uint8_t>> get_flags(const std::string& key) const;
 
  private:
   const GgufValue* find(const std::string& key) const;

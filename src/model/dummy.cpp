@@ -112,7 +112,8 @@ StatusOr<ModelWeights> dummy_weights(const ModelConfig& config, uint64_t seed, c
   // Keep only the generated buffers the weights still point into.
   std::set<const void*> used = {weights.final_norm, weights.tok_embeddings.data, weights.lm_head.data};
   for (const LayerWeights& l : weights.layers) {
-    for (const float* v : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.bo, l.q_norm, l.k_norm}) used.insert(v);
+    for (const float* v : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.bo, l.q_norm, l.k_norm, l.post_attn_norm,
+                           l.post_ffn_norm}) used.insert(v);
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) used.insert(m->data);
   }
   for (auto& buffer : storage.owned)

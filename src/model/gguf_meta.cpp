@@ -72,7 +72,8 @@ constexpr const char* kComputeKeySuffixes[] = {
     ".attention.sliding_window", ".attn_logit_softcapping", ".final_logit_softcapping", ".expert_count",
     ".expert_used_count", ".expert_shared_count", ".attention.clamp_kqv", ".attention.layer_norm_epsilon",
     ".rope.dimension_sections", ".attention.scale", ".embedding_scale", ".residual_scale", ".logit_scale",
-    ".attention.q_lora_rank", ".attention.kv_lora_rank", ".use_parallel_residual"};
+    ".attention.q_lora_rank", ".attention.kv_lora_rank", ".use_parallel_residual", ".rope.freq_base_swa",
+    ".attention.sliding_window_pattern"};
 
 Status refuse_unread_compute_keys(const GgufFields& r, const std::string& arch) {
   for (const char* suffix : kComputeKeySuffixes) {

@@ -90,12 +90,38 @@ Status read_rope_scaling(const HfFields& r, const char* key, ModelConfig* c) {
   return ok_status();
 }
 
+// transformers 5 may give each layer kind its own rope ({"full_attention":
+// {...}, "sliding_attention": {...}}, Gemma 3): the full layers' is the
+// model's rope; the sliding layers' may only change the base.
+Status read_rope_per_layer_kind(const HfFields& r, const json& params, ModelConfig* c) {
+  HfFields kinds(params, r.source(), "rope_parameters.");
+  for (auto& [kind, value] : params.items())
+    if (kind != "full_attention" && kind != "sliding_attention")
+      return kinds.refuse(kind.c_str(), "only full_attention and sliding_attention rope are implemented");
+  if (kinds.find("full_attention") != nullptr) {
+    ZL_RETURN_IF_ERROR(read_rope_scaling(kinds, "full_attention", c));
+    HfFields full(params["full_attention"], r.source(), "rope_parameters.full_attention.");
+    ZL_ASSIGN_OR_RETURN(c->rope_theta, full.get_float("rope_theta", c->rope_theta));
+  }
+  if (const json* sliding = kinds.find("sliding_attention")) {
+    ModelConfig local;
+    ZL_RETURN_IF_ERROR(read_rope_scaling(kinds, "sliding_attention", &local));
+    if (local.rope_scaling.type != RopeScalingType::kNone)
+      return kinds.refuse("sliding_attention", "scaled rope on sliding layers is not implemented");
+    HfFields fields(*sliding, r.source(), "rope_parameters.sliding_attention.");
+    ZL_ASSIGN_OR_RETURN(c->rope_theta_sliding, fields.get_float("rope_theta", 10000.0f));
+  }
+  return ok_status();
+}
+
 Status read_rope(const HfFields& r, ModelConfig* c) {
   ZL_ASSIGN_OR_RETURN(c->rope_theta, r.get_float("rope_theta", 10000.0f));
   ZL_RETURN_IF_ERROR(read_rope_scaling(r, "rope_scaling", c));
   // transformers >= 5 folds rope_theta and the scaling into rope_parameters.
   const json* params = r.find("rope_parameters");
   if (params == nullptr || r.find("rope_scaling") != nullptr) return ok_status();
+  if (params->is_object() && (params->contains("full_attention") || params->contains("sliding_attention")))
+    return read_rope_per_layer_kind(r, *params, c);
   ZL_RETURN_IF_ERROR(read_rope_scaling(r, "rope_parameters", c));
   HfFields p(*params, r.source(), "rope_parameters.");
   if (r.find("rope_theta") == nullptr) {

@@ -68,6 +68,14 @@ std::vector<float> rope_inv_freq(const ModelConfig& c) {
   return inv_freq;
 }
 
+std::vector<float> rope_inv_freq_sliding(const ModelConfig& c) {
+  if (c.rope_theta_sliding <= 0.0f) return {};
+  ModelConfig local = c;
+  local.rope_theta = c.rope_theta_sliding;
+  local.rope_scaling = RopeScaling{};
+  return rope_inv_freq(local);
+}
+
 LlamaModel::LlamaModel(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool,
                        int32_t max_batch_tokens)
     : config_(config),
@@ -75,6 +83,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, const ModelWeights& weights, T
       pool_(pool),
       max_batch_tokens_(max_batch_tokens),
       inv_freq_(rope_inv_freq(config)),
+      inv_freq_sliding_(rope_inv_freq_sliding(config)),
       buf_(std::make_unique<Buffers>()) {
   CHECK(max_batch_tokens > 0);
   size_t t = static_cast<size_t>(max_batch_tokens);
@@ -137,6 +146,8 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   const int64_t kv_dim = c.kv_dim();
   float* k_cache = cache.k(layer);
   float* v_cache = cache.v(layer);
+  const int32_t window = c.layer_window(layer);
+  const float* inv_freq = window > 0 && !inv_freq_sliding_.empty() ? inv_freq_sliding_.data() : inv_freq_.data();
   for_token_ranges(pool_, num_tokens, c.q_dim() + 2 * kv_dim, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       int32_t pos = b.positions[static_cast<size_t>(t)];
@@ -146,8 +157,8 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
         cpu::rmsnorm_f32(q, w.q_norm, q, c.num_heads, c.head_dim, c.rms_norm_eps);
         cpu::rmsnorm_f32(k, w.k_norm, k, c.num_kv_heads, c.head_dim, c.rms_norm_eps);
       }
-      cpu::rope_f32(&b.q[t * c.q_dim()], c.num_heads, c.head_dim, pos, inv_freq_.data(), c.rope_interleaved);
-      cpu::rope_f32(&b.k[t * kv_dim], c.num_kv_heads, c.head_dim, pos, inv_freq_.data(), c.rope_interleaved);
+      cpu::rope_f32(&b.q[t * c.q_dim()], c.num_heads, c.head_dim, pos, inv_freq, c.rope_interleaved);
+      cpu::rope_f32(&b.k[t * kv_dim], c.num_kv_heads, c.head_dim, pos, inv_freq, c.rope_interleaved);
       int64_t row = int64_t{b.block_tables[static_cast<size_t>(t)][pos / cache.block_size()]} *
                         cache.block_size() + pos % cache.block_size();
       std::memcpy(k_cache + row * kv_dim, &b.k[t * kv_dim], sizeof(float) * kv_dim);
@@ -167,12 +178,13 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   args.num_kv_heads = c.num_kv_heads;
   args.head_dim = c.head_dim;
   args.block_size = cache.block_size();
-  args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  args.window = c.layer_window(layer);
+  args.scale = c.attention_scale();
+  args.window = window;
+  args.softcap = c.attn_softcap;
   cpu::attention_f32(pool_, args);
 
   cpu::matmul(pool_, b.att.data(), w.wo, w.bo, b.proj.data(), num_tokens);
-  add_residual(num_tokens);
+  add_residual(w.post_attn_norm, num_tokens);
 }
 
 void LlamaModel::norm_into_xb(const float* weight, int64_t num_tokens) {
@@ -183,10 +195,12 @@ void LlamaModel::norm_into_xb(const float* weight, int64_t num_tokens) {
   });
 }
 
-void LlamaModel::add_residual(int64_t num_tokens) {
+void LlamaModel::add_residual(const float* post_norm, int64_t num_tokens) {
   const int64_t dim = config_.dim;
   Buffers& b = *buf_;
   for_token_ranges(pool_, num_tokens, dim, [&](int64_t t0, int64_t t1) {
+    if (post_norm != nullptr)
+      cpu::rmsnorm_f32(&b.proj[t0 * dim], post_norm, &b.proj[t0 * dim], t1 - t0, dim, config_.rms_norm_eps);
     cpu::add_f32(&b.x[t0 * dim], &b.proj[t0 * dim], &b.x[t0 * dim], (t1 - t0) * dim);
   });
 }
@@ -200,10 +214,15 @@ void LlamaModel::mlp_block(int32_t layer, int64_t num_tokens) {
   cpu::matmul(pool_, b.xb.data(), num_tokens, gate_up);
   const int64_t hidden = c.hidden_dim;
   for_token_ranges(pool_, num_tokens, hidden, [&](int64_t t0, int64_t t1) {
-    cpu::swiglu_f32(&b.gate[t0 * hidden], &b.up[t0 * hidden], &b.gate[t0 * hidden], (t1 - t0) * hidden);
+    float* gate = &b.gate[t0 * hidden];
+    const float* up = &b.up[t0 * hidden];
+    switch (c.activation) {
+      case Activation::kSilu: cpu::swiglu_f32(gate, up, gate, (t1 - t0) * hidden); break;
+      case Activation::kGeluTanh: cpu::gelu_tanh_glu_f32(gate, up, gate, (t1 - t0) * hidden); break;
+    }
   });
   cpu::matmul(pool_, b.gate.data(), w.w_down, nullptr, b.proj.data(), num_tokens);
-  add_residual(num_tokens);
+  add_residual(w.post_ffn_norm, num_tokens);
 }
 
 void LlamaModel::use_cuda(std::unique_ptr<CudaLlamaModel> cuda) { cuda_ = std::move(cuda); }
@@ -235,7 +254,12 @@ void LlamaModel::forward_cpu(const ForwardBatch& batch, KvCache& cache, float* l
       b.block_tables[static_cast<size_t>(s.token_begin + i)] = s.block_table.data();
     }
   }
-  for (int64_t t = 0; t < num_tokens; ++t) weights_.tok_embeddings.row_to_f32(batch.tokens[t], &b.x[t * c.dim]);
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    float* x = &b.x[t * c.dim];
+    weights_.tok_embeddings.row_to_f32(batch.tokens[t], x);
+    if (c.embed_scale != 1.0f)
+      for (int32_t i = 0; i < c.dim; ++i) x[i] *= c.embed_scale;
+  }
 
   for (int32_t layer = 0; layer < c.num_layers; ++layer) {
     attention_block(layer, num_tokens, cache);
@@ -248,6 +272,7 @@ void LlamaModel::forward_cpu(const ForwardBatch& batch, KvCache& cache, float* l
     cpu::rmsnorm_f32(&b.x[int64_t{batch.logit_rows[r]} * c.dim], weights_.final_norm, &b.xb[r * c.dim], 1,
                      c.dim, c.rms_norm_eps);
   cpu::matmul(pool_, b.xb.data(), weights_.lm_head, nullptr, logits, num_rows);
+  if (c.final_softcap > 0.0f) cpu::softcap_f32(logits, num_rows * c.vocab_size, c.final_softcap);
 }
 
 }  // namespace zl

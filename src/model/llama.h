@@ -72,14 +72,16 @@ class LlamaModel {
   void mlp_block(int32_t layer, int64_t num_tokens);
   // xb = rmsnorm(x) x weight, and x += proj, over the step's tokens.
   void norm_into_xb(const float* weight, int64_t num_tokens);
-  void add_residual(int64_t num_tokens);
+  // proj = rmsnorm(proj) x weight (a post norm), then x += proj.
+  void add_residual(const float* post_norm, int64_t num_tokens);
 
   struct Buffers;
   const ModelConfig config_;
   const ModelWeights& weights_;
   ThreadPool& pool_;
   const int32_t max_batch_tokens_;
-  std::vector<float> inv_freq_;  // [head_dim / 2], rope frequencies after scaling
+  std::vector<float> inv_freq_;          // [head_dim / 2], rope frequencies after scaling
+  std::vector<float> inv_freq_sliding_;  // [head_dim / 2], windowed layers' (rope_theta_sliding), or empty
   std::unique_ptr<Buffers> buf_;
   std::unique_ptr<CudaLlamaModel> cuda_;  // null: the CPU
 };
@@ -87,5 +89,8 @@ class LlamaModel {
 // Rope frequencies 1 / theta^(2i/head_dim), adjusted for linear or llama3
 // scaling exactly as transformers' rope init functions do.
 std::vector<float> rope_inv_freq(const ModelConfig& config);
+// The windowed layers' frequencies when they have a base of their own
+// (rope_theta_sliding, unscaled); empty otherwise.
+std::vector<float> rope_inv_freq_sliding(const ModelConfig& config);
 
 }  // namespace zl

@@ -291,9 +291,15 @@ StatusOr<ModelWeights> load_weights(const ModelConfig& c, const TensorIndex& ten
     }
     if (progress) progress(++done, total);
   };
-  auto get_vector = [&](const std::string& name) {
+  auto get_vector = [&](const std::string& name, bool is_norm) {
     const TensorInfo& info = tensors.at(name);
     const float* p = tensor_as_f32(info, w);
+    if (is_norm && c.norm_weight_offset != 0.0f) {
+      // Gemma's (1 + w), summed once here in f32 as transformers does per call.
+      float* shifted = w.allocate(info.num_elements());
+      for (int64_t i = 0; i < info.num_elements(); ++i) shifted[i] = p[i] + c.norm_weight_offset;
+      p = shifted;
+    }
     keep_file(info);
     return p;
   };
@@ -311,7 +317,7 @@ StatusOr<ModelWeights> load_weights(const ModelConfig& c, const TensorIndex& ten
     for (const LayerTensor& t : layer_tensors) {
       std::string name = layer_tensor_name(naming, layer, t);
       if (t.vec != nullptr) {
-        lw.*t.vec = get_vector(name);
+        lw.*t.vec = get_vector(name, t.is_norm);
         continue;
       }
       WeightMatrix whole;
@@ -323,7 +329,7 @@ StatusOr<ModelWeights> load_weights(const ModelConfig& c, const TensorIndex& ten
       }
     }
   }
-  w.final_norm = get_vector(g.norm);
+  w.final_norm = get_vector(g.norm, true);
   if (c.tie_word_embeddings) {
     w.lm_head = w.tok_embeddings;
   } else {

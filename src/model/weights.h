@@ -32,10 +32,12 @@ struct LayerWeights {
   const float* k_norm = nullptr;     // [head_dim]
   WeightMatrix wo;                   // [dim, q_dim]
   const float* bo = nullptr;         // [dim], only with o_bias
+  const float* post_attn_norm = nullptr;  // [dim], only with post_norms
   const float* ffn_norm = nullptr;   // [dim]
   WeightMatrix w_gate;               // [hidden_dim, dim]
   WeightMatrix w_up;                 // [hidden_dim, dim]
   WeightMatrix w_down;               // [dim, hidden_dim]
+  const float* post_ffn_norm = nullptr;  // [dim], only with post_norms
 };
 
 struct ModelWeights {
@@ -87,27 +89,29 @@ enum class TensorNaming { kHuggingFace, kGguf };
 // One per-layer tensor of an architecture (model/arch.h): its names after
 // "model.layers.N." and after "blk.N.", its shape, and where it goes.
 struct LayerTensor {
+  using VecSlot = const float* LayerWeights::*;
+  using MatSlot = WeightMatrix LayerWeights::*;
   // A matrix's consecutive row ranges, in order: one part for a plain
   // projection, several for a fused one (q, k and v of one qkv tensor).
   struct Part {
-    WeightMatrix LayerWeights::*mat;
+    MatSlot mat;
     int64_t rows;
   };
   std::string hf_suffix;
   std::string gguf_suffix;
   std::vector<int64_t> shape;
-  const float* LayerWeights::*vec = nullptr;  // a norm or a bias, f32 [shape[0]]; or
-  std::vector<Part> parts;                    // a matrix [rows, cols]
+  VecSlot vec = nullptr;     // a norm or a bias, f32 [shape[0]]; or
+  std::vector<Part> parts;  // a matrix [rows, cols]
+  bool is_norm = false;     // a norm weight (gets ModelConfig::norm_weight_offset)
 
-  static LayerTensor norm(std::string hf, std::string gguf, int64_t n, const float* LayerWeights::*vec) {
-    return {std::move(hf), std::move(gguf), {n}, vec, {}};
+  static LayerTensor norm(std::string hf, std::string gguf, int64_t n, VecSlot vec) {
+    return {std::move(hf), std::move(gguf), {n}, vec, {}, true};
   }
-  static LayerTensor bias(std::string hf, std::string gguf, int64_t n, const float* LayerWeights::*vec) {
-    return norm(std::move(hf), std::move(gguf), n, vec);
+  static LayerTensor bias(std::string hf, std::string gguf, int64_t n, VecSlot vec) {
+    return {std::move(hf), std::move(gguf), {n}, vec, {}, false};
   }
-  static LayerTensor matrix(std::string hf, std::string gguf, int64_t rows, int64_t cols,
-                            WeightMatrix LayerWeights::*mat) {
-    return {std::move(hf), std::move(gguf), {rows, cols}, nullptr, {{mat, rows}}};
+  static LayerTensor matrix(std::string hf, std::string gguf, int64_t rows, int64_t cols, MatSlot mat) {
+    return {std::move(hf), std::move(gguf), {rows, cols}, nullptr, {{mat, rows}}, false};
   }
 };
 

@@ -32,11 +32,13 @@ TensorIndex index_for(const ModelConfig& config, TensorNaming naming) {
 }
 
 TEST(ArchTest, RegistryFindsEachFamilyByEveryName) {
-  for (const char* name : {"llama", "mistral", "qwen2", "qwen3"}) {
+  for (const char* name : {"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3"}) {
     const ArchDef* arch = find_arch(name);
     ASSERT_NE(arch, nullptr) << name;
     EXPECT_EQ(find_arch_by_hf_class(arch->hf_class), arch);
-    if (arch->gguf_name != nullptr) EXPECT_EQ(find_arch_by_gguf_name(arch->gguf_name), arch);
+    if (arch->gguf_name != nullptr) {
+      EXPECT_EQ(find_arch_by_gguf_name(arch->gguf_name), arch);
+    }
     EXPECT_NE(supported_hf_classes().find(arch->hf_class), std::string::npos);
   }
   EXPECT_EQ(find_arch_by_hf_class("GPT2LMHeadModel"), nullptr);

@@ -166,6 +166,28 @@ TEST(HfConfigTest, Qwen3HasQkNormAndBiasOnlyWhenAsked) {
   EXPECT_TRUE(c->o_bias);
 }
 
+TEST(HfConfigTest, Gemma3LocalAndGlobalLayers) {
+  const std::string base = R"({"architectures":["Gemma3ForCausalLM"],"hidden_size":64,"num_hidden_layers":7,)"
+                           R"("num_attention_heads":4,"num_key_value_heads":1,"head_dim":32,"intermediate_size":96,)"
+                           R"("max_position_embeddings":1024,"vocab_size":100,"query_pre_attn_scalar":64,)"
+                           R"("sliding_window":16,"rope_theta":1000000.0,"hidden_activation":)";
+  StatusOr<ModelConfig> c = read_hf_config(model_dir("gemma3", base + R"("gelu_pytorch_tanh"})"));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "gemma3");
+  EXPECT_TRUE(c->tie_word_embeddings);  // Gemma's default
+  EXPECT_TRUE(c->qk_norm && c->post_norms);
+  EXPECT_EQ(c->activation, Activation::kGeluTanh);
+  EXPECT_FLOAT_EQ(c->norm_weight_offset, 1.0f);
+  EXPECT_FLOAT_EQ(c->embed_scale, 8.0f);
+  EXPECT_FLOAT_EQ(c->attention_scale(), 0.125f);  // 64^-0.5, not head_dim's
+  // Every sixth layer is global when the file lists no layer kinds.
+  EXPECT_EQ(c->layer_sliding, (std::vector<uint8_t>{1, 1, 1, 1, 1, 0, 1}));
+  EXPECT_FLOAT_EQ(c->rope_theta_sliding, 10000.0f);  // rope_local_base_freq's default
+  EXPECT_FLOAT_EQ(c->rope_theta, 1e6f);
+  std::string msg = error_of(model_dir("gemma3_gelu", base + R"("gelu"})"), StatusCode::kUnimplemented);
+  EXPECT_NE(msg.find("hidden_activation"), std::string::npos);
+}
+
 TEST(HfConfigTest, FieldsThatChangeTheComputationAreReadOrRefused) {
   // Llama does not implement soft-capping: a file asking for it is refused by name.
   std::string msg =

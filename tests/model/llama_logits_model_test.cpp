@@ -124,6 +124,7 @@ INSTANTIATE_TEST_SUITE_P(Goldens, LogitsTest,
                                            "logits/mistral", "logits/llama-linear-rope-bf16-sharded",
                                            "logits/llama-f16", "logits/llama-attn-bias", "logits/mistral-swa",
                                            "logits/qwen2-swa", "logits/qwen3", "logits/qwen3-bias-swa",
+                                           "logits/gemma3", "logits/gemma3-legacy", "logits/gemma2",
                                            "gguf/llama-gqa-tied.f32", "gguf/llama-gqa-tied.f16",
                                            "gguf/llama-gqa-tied.q8_0", "gguf/llama-gqa-tied.q4_0"),
                          [](const auto& info) {

@@ -36,6 +36,21 @@ void swiglu_f32(const float* gate, const float* up, float* out, int64_t n) {
   swiglu_f32_scalar(gate, up, out, n);
 }
 
+void gelu_tanh_glu_f32(const float* gate, const float* up, float* out, int64_t n) {
+  // PyTorch's constants: kBeta = sqrt(2) * (2 / sqrt(pi)) * 0.5, kKappa = 0.044715.
+  const float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+  constexpr float kKappa = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    float x = gate[i];
+    float inner = beta * (x + kKappa * x * x * x);
+    out[i] = 0.5f * x * (1.0f + std::tanh(inner)) * up[i];
+  }
+}
+
+void softcap_f32(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
 __attribute__((target_clones("avx512f", "fma", "default")))
 void add_f32(const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];

@@ -1,4 +1,4 @@
-// Elementwise ops of the Llama block: the SwiGLU gate, out = silu(gate) * up
+// Elementwise ops of the decoder block: the gated MLPs' activations, the SwiGLU gate, out = silu(gate) * up
 // with silu(x) = x·σ(x), and the residual add. AVX-512 when the CPU has it
 // (exp by range reduction and a degree-6 polynomial, ~2 ulp), else scalar.
 #pragma once
@@ -6,6 +6,14 @@
 #include <cstdint>
 
 namespace zl::cpu {
+
+// out = gelu_tanh(gate) * up, gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x +
+// 0.044715 x^3))) as PyTorch's gelu(approximate="tanh") (Gemma's MLP).
+// gate, up, out: [n] (out may alias gate).
+void gelu_tanh_glu_f32(const float* gate, const float* up, float* out, int64_t n);
+
+// x -> cap * tanh(x / cap), in place over [n] (Gemma 2's logit soft-capping).
+void softcap_f32(float* x, int64_t n, float cap);
 
 // gate, up, out: [n] (out may alias gate).
 void swiglu_f32(const float* gate, const float* up, float* out, int64_t n);

@@ -38,6 +38,7 @@ void attend_one_scalar(const AttentionArgs& a, int64_t token, int32_t head, floa
     const float* k = kv_row(a, a.k_cache, blocks, p, kv_offset);
     const float* v = kv_row(a, a.v_cache, blocks, p, kv_offset);
     float score = dot_f32(q, k, a.head_dim) * a.scale;
+    if (a.softcap > 0.0f) score = a.softcap * std::tanh(score / a.softcap);
     if (score > max_score) {
       // Rescale what was accumulated under the old maximum.
       float correction = std::exp(max_score - score);
@@ -240,7 +241,8 @@ ZL_AVX512 void attend_heads_avx512(const AttentionArgs& a, int64_t token, int32_
 }  // namespace
 
 void attention_f32(ThreadPool& pool, const AttentionArgs& args, Isa isa) {
-  const bool vector = isa == Isa::kAvx512 && args.head_dim <= kMaxVectorHeadDim;
+  // Soft-capped scores (Gemma 2) take the scalar path: the vector one has no tanh.
+  const bool vector = isa == Isa::kAvx512 && args.head_dim <= kMaxVectorHeadDim && args.softcap == 0.0f;
   const int32_t nq = heads_per_item(args, vector);
   const int64_t num_items = args.num_tokens * (args.num_heads / nq);
   auto items = [&](int64_t begin, int64_t end) {

@@ -30,6 +30,7 @@ struct AttentionArgs {
   int32_t block_size = 0;
   float scale = 1.0f;              // usually 1/sqrt(head_dim)
   int32_t window = 0;              // > 0: a sliding window of that many positions, the token's own included
+  float softcap = 0.0f;            // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
 };
 
 void attention_f32(ThreadPool& pool, const AttentionArgs& args, Isa isa = active_isa());
