@@ -13,10 +13,12 @@ extern const ArchDef kQwen2Arch;
 extern const ArchDef kQwen3Arch;
 extern const ArchDef kGemma2Arch;
 extern const ArchDef kGemma3Arch;
+extern const ArchDef kPhi3Arch;
 
 namespace {
 
-constexpr const ArchDef* kArchs[] = {&kLlamaArch, &kMistralArch, &kQwen2Arch, &kQwen3Arch, &kGemma2Arch, &kGemma3Arch};
+constexpr const ArchDef* kArchs[] = {&kLlamaArch, &kMistralArch, &kQwen2Arch, &kQwen3Arch, &kGemma2Arch, &kGemma3Arch,
+                                     &kPhi3Arch};
 
 template <typename Key>
 const ArchDef* find_by(std::string_view name, Key key) {
@@ -173,9 +175,8 @@ void read_gguf_biases(const GgufFields& f, ModelConfig& c) {
   c.o_bias = f.has_tensor("blk.0.attn_output.bias");
 }
 
-Status read_hf_sliding_window_all_layers(const HfFields& f, ModelConfig& c) {
-  // transformers' MistralConfig: absent means its default of 4096, null means none.
-  int32_t window = 4096;
+Status read_hf_sliding_window_all_layers(const HfFields& f, int32_t default_window, ModelConfig& c) {
+  int32_t window = default_window;
   if (f.has_key("sliding_window")) {
     ZL_ASSIGN_OR_RETURN(window, f.get_i32("sliding_window", 0));
   }

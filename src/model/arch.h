@@ -77,8 +77,9 @@ Status read_gguf_gemma_common(const GgufFields& fields, const std::string& arch,
 // A GGUF file names its optional biases by their presence: sets qkv_bias and
 // o_bias from blk.0's tensors.
 void read_gguf_biases(const GgufFields& fields, ModelConfig& config);
-// Mistral-style sliding_window (an int or null) applied to every layer.
-Status read_hf_sliding_window_all_layers(const HfFields& fields, ModelConfig& config);
+// A sliding_window (an int, or null: none) applied to every layer;
+// `default_window` when the field is absent (Mistral: 4096, Phi-3: none).
+Status read_hf_sliding_window_all_layers(const HfFields& fields, int32_t default_window, ModelConfig& config);
 // Qwen2 / Qwen3: sliding_window (4096 when absent, null: none) only when
 // use_sliding_window is true; which layers slide from layer_types when the
 // file lists them, else the layers from max_window_layers (28) on.

@@ -43,6 +43,20 @@ Status validate_config(const ModelConfig& c, const std::string& source) {
     if (rs.original_max_position_embeddings <= 0)
       return bad("rope_scaling.original_max_position_embeddings", rs.original_max_position_embeddings, "must be positive");
   }
+  if (rs.type == RopeScalingType::kLongRope) {
+    const size_t pairs = static_cast<size_t>(c.rope_dim() / 2);
+    if (rs.short_factor.size() != pairs || rs.long_factor.size() != pairs)
+      return bad("rope_scaling.short_factor", rs.short_factor.size(), "and long_factor must hold rotary_dim / 2 values");
+    for (const std::vector<float>* factors : {&rs.short_factor, &rs.long_factor})
+      for (float f : *factors)
+        if (!(f > 0.0f) || !std::isfinite(f)) return bad("rope_scaling.long_factor", f, "factors must be positive");
+    if (!(rs.attention_factor > 0.0f) || !std::isfinite(rs.attention_factor))
+      return bad("rope_scaling.attention_factor", rs.attention_factor, "must be positive");
+    if (rs.original_max_position_embeddings <= 0)
+      return bad("rope_scaling.original_max_position_embeddings", rs.original_max_position_embeddings, "must be positive");
+  }
+  if (c.rotary_dim < 0 || c.rotary_dim % 2 != 0 || c.rotary_dim > c.head_dim)
+    return bad("partial_rotary_factor", c.rotary_dim, "must give an even rotary dimension up to head_dim");
   if (c.sliding_window < 0) return bad("sliding_window", c.sliding_window, "must not be negative");
   if (!c.layer_sliding.empty()) {
     if (c.layer_sliding.size() != static_cast<size_t>(c.num_layers))
@@ -67,6 +81,8 @@ std::vector<std::string> recipe_features(const ModelConfig& c) {
   if (c.o_bias) features.emplace_back("o_bias");
   if (c.qk_norm) features.emplace_back("qk_norm");
   if (c.post_norms) features.emplace_back("post_norms");
+  if (c.rotary_dim > 0 && c.rotary_dim != c.head_dim) features.emplace_back("partial_rotary");
+  if (c.rope_scaling.type == RopeScalingType::kLongRope) features.emplace_back("longrope");
   if (c.activation != Activation::kSilu) features.emplace_back(activation_name(c.activation));
   if (c.embed_scale != 1.0f) features.emplace_back("embed_scale");
   if (c.attn_scale > 0.0f) features.emplace_back("attn_scale");

@@ -13,14 +13,21 @@
 
 namespace zl {
 
-enum class RopeScalingType { kNone, kLinear, kLlama3 };
+enum class RopeScalingType { kNone, kLinear, kLlama3, kLongRope };
 
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::kNone;
   float factor = 1.0f;                           // linear and llama3
   float low_freq_factor = 1.0f;                  // llama3
   float high_freq_factor = 4.0f;                 // llama3
-  int32_t original_max_position_embeddings = 8192;  // llama3
+  int32_t original_max_position_embeddings = 8192;  // llama3, longrope
+  // LongRoPE (Phi-3, "su"): each frequency i is divided by short_factor[i],
+  // or by long_factor[i] when the context (max_seq_len) exceeds
+  // original_max_position_embeddings, as llama.cpp decides; cos and sin are
+  // multiplied by attention_factor. [rotary_dim / 2] each.
+  std::vector<float> short_factor;
+  std::vector<float> long_factor;
+  float attention_factor = 1.0f;
 };
 
 // The MLP's gate activation: down(act(gate(x)) * up(x)).
@@ -36,6 +43,7 @@ struct ModelConfig {
   int32_t num_heads = 0;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;           // usually dim / num_heads
+  int32_t rotary_dim = 0;         // rotated values at the start of each head; 0: head_dim (Phi-3's partial rotary)
   int32_t hidden_dim = 0;         // intermediate_size
   int32_t max_seq_len = 0;        // max_position_embeddings / context_length
   float rms_norm_eps = 1e-5f;
@@ -83,6 +91,7 @@ struct ModelConfig {
     return layer_sliding.empty() || !layer_sliding[static_cast<size_t>(layer)] ? 0 : sliding_window;
   }
   float attention_scale() const;
+  int32_t rope_dim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
 };
 
 // Checks every field is positive and consistent (heads divide, head_dim even,

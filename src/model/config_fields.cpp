@@ -133,6 +133,18 @@ const GgufValue* GgufFields::find(const std::string& key) const {
   return g_.find(key);
 }
 
+StatusOr<std::vector<float>> HfFields::get_float_list(const char* key) const {
+  std::vector<float> out;
+  const json* v = find(key);
+  if (v == nullptr) return out;
+  if (!v->is_array()) return type_error(key, "a list of numbers", *v);
+  for (const json& item : *v) {
+    if (!item.is_number()) return type_error(key, "a list of numbers", *v);
+    out.push_back(static_cast<float>(item.get<double>()));
+  }
+  return out;
+}
+
 bool GgufFields::has(const std::string& key) const { return find(key) != nullptr; }
 
 bool GgufFields::has_tensor(const std::string& name) const { return g_.tensors.count(name) != 0; }

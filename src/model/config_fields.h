@@ -51,6 +51,8 @@ class HfFields {
   StatusOr<std::vector<int32_t>> get_id_list(const char* key) const;
   // A list of strings; empty when missing.
   StatusOr<std::vector<std::string>> get_string_list(const char* key) const;
+  // A list of numbers; empty when missing.
+  StatusOr<std::vector<float>> get_float_list(const char* key) const;
 
  private:
   const nlohmann::json& object_;

@@ -33,7 +33,11 @@ ModelConfig make_config(int32_t vocab, int32_t dim, int32_t layers, int32_t head
 std::vector<Preset> presets() {
   ModelConfig llama_1b = make_config(128256, 2048, 16, 32, 8, 8192, 131072, true);
   llama_1b.rope_theta = 500000.0f;
-  llama_1b.rope_scaling = {RopeScalingType::kLlama3, 32.0f, 1.0f, 4.0f, 8192};
+  llama_1b.rope_scaling.type = RopeScalingType::kLlama3;
+  llama_1b.rope_scaling.factor = 32.0f;
+  llama_1b.rope_scaling.low_freq_factor = 1.0f;
+  llama_1b.rope_scaling.high_freq_factor = 4.0f;
+  llama_1b.rope_scaling.original_max_position_embeddings = 8192;
   return {
       {"tiny", make_config(512, 128, 4, 4, 2, 344, 1024, false)},
       {"llama-110m", make_config(32000, 768, 12, 12, 12, 2048, 1024, true)},

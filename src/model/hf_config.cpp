@@ -1,6 +1,7 @@
 #include "model/hf_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -60,6 +61,26 @@ Status read_shape(const HfFields& r, ModelConfig* c) {
   return ok_status();
 }
 
+// LongRoPE ("su" in older Phi-3 files), as transformers'
+// _compute_longrope_parameters reads it: the original context from the rope
+// dict or the top level, factor = max_position_embeddings / original when
+// absent, and the attention factor sqrt(1 + ln(factor) / ln(original)).
+Status read_longrope(const HfFields& top, const HfFields& s, ModelConfig* c) {
+  RopeScaling& out = c->rope_scaling;
+  out.type = RopeScalingType::kLongRope;
+  ZL_ASSIGN_OR_RETURN(out.short_factor, s.get_float_list("short_factor"));
+  ZL_ASSIGN_OR_RETURN(out.long_factor, s.get_float_list("long_factor"));
+  ZL_ASSIGN_OR_RETURN(int32_t top_original, top.get_i32("original_max_position_embeddings", c->max_seq_len));
+  ZL_ASSIGN_OR_RETURN(out.original_max_position_embeddings, s.get_i32("original_max_position_embeddings", top_original));
+  if (out.original_max_position_embeddings <= 0) return s.refuse("original_max_position_embeddings", "must be positive");
+  const double original = out.original_max_position_embeddings;
+  ZL_ASSIGN_OR_RETURN(float factor, s.get_float("factor", static_cast<float>(c->max_seq_len / original)));
+  out.factor = factor;
+  const double default_attention = factor <= 1.0f ? 1.0 : std::sqrt(1.0 + std::log(double{factor}) / std::log(original));
+  ZL_ASSIGN_OR_RETURN(out.attention_factor, s.get_float("attention_factor", static_cast<float>(default_attention)));
+  return ok_status();
+}
+
 Status read_rope_scaling(const HfFields& r, const char* key, ModelConfig* c) {
   const json* rs = r.find(key);
   if (rs == nullptr) return ok_status();
@@ -81,12 +102,17 @@ Status read_rope_scaling(const HfFields& r, const char* key, ModelConfig* c) {
     ZL_ASSIGN_OR_RETURN(out.low_freq_factor, s.get_float("low_freq_factor"));
     ZL_ASSIGN_OR_RETURN(out.high_freq_factor, s.get_float("high_freq_factor"));
     ZL_ASSIGN_OR_RETURN(out.original_max_position_embeddings, s.get_i32("original_max_position_embeddings"));
+  } else if (type == "longrope" || type == "su") {
+    ZL_RETURN_IF_ERROR(read_longrope(r, s, c));
   } else if (type.empty()) {
     return data_loss(r.source(), ": field \"", key, "\" has neither \"rope_type\" nor \"type\"");
   } else {
     return unimplemented(r.source(), ": field \"", key, ".rope_type\" = \"", type,
-                         "\" is not supported (default, linear, llama3 are)");
+                         "\" is not supported (default, linear, llama3, longrope are)");
   }
+  // transformers 5 keeps Phi-3's partial rotary factor in the rope dict.
+  ZL_ASSIGN_OR_RETURN(float partial, s.get_float("partial_rotary_factor", 1.0f));
+  if (partial != 1.0f) c->rotary_dim = static_cast<int32_t>(static_cast<float>(c->head_dim) * partial);
   return ok_status();
 }
 

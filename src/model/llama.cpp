@@ -39,15 +39,19 @@ void for_token_ranges(ThreadPool& pool, int64_t num_tokens, int64_t elems_per_to
 }
 
 std::vector<float> rope_inv_freq(const ModelConfig& c) {
-  int32_t half = c.head_dim / 2;
-  std::vector<float> inv_freq(static_cast<size_t>(half));
+  const int32_t dim = c.rope_dim();
+  std::vector<float> inv_freq(static_cast<size_t>(dim / 2));
   const RopeScaling& rs = c.rope_scaling;
-  for (int32_t i = 0; i < half; ++i) {
+  const std::vector<float>& longrope =
+      c.max_seq_len > rs.original_max_position_embeddings ? rs.long_factor : rs.short_factor;
+  for (int32_t i = 0; i < dim / 2; ++i) {
     // transformers: 1 / base ** (arange(0, dim, 2).float() / dim), in f32.
-    float exponent = static_cast<float>(2 * i) / static_cast<float>(c.head_dim);
+    float exponent = static_cast<float>(2 * i) / static_cast<float>(dim);
     float f = 1.0f / std::pow(c.rope_theta, exponent);
     if (rs.type == RopeScalingType::kLinear) {
       f /= rs.factor;
+    } else if (rs.type == RopeScalingType::kLongRope) {
+      f = 1.0f / (longrope[static_cast<size_t>(i)] * std::pow(c.rope_theta, exponent));
     } else if (rs.type == RopeScalingType::kLlama3) {
       // Long wavelengths are slowed by `factor`, short ones kept, and the band
       // between is interpolated (transformers _compute_llama3_parameters).
@@ -157,8 +161,10 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
         cpu::rmsnorm_f32(q, w.q_norm, q, c.num_heads, c.head_dim, c.rms_norm_eps);
         cpu::rmsnorm_f32(k, w.k_norm, k, c.num_kv_heads, c.head_dim, c.rms_norm_eps);
       }
-      cpu::rope_f32(&b.q[t * c.q_dim()], c.num_heads, c.head_dim, pos, inv_freq, c.rope_interleaved);
-      cpu::rope_f32(&b.k[t * kv_dim], c.num_kv_heads, c.head_dim, pos, inv_freq, c.rope_interleaved);
+      cpu::rope_f32(&b.q[t * c.q_dim()], c.num_heads, c.head_dim, pos, inv_freq, c.rope_interleaved, c.rope_dim(),
+                    c.rope_scaling.attention_factor);
+      cpu::rope_f32(&b.k[t * kv_dim], c.num_kv_heads, c.head_dim, pos, inv_freq, c.rope_interleaved, c.rope_dim(),
+                    c.rope_scaling.attention_factor);
       int64_t row = int64_t{b.block_tables[static_cast<size_t>(t)][pos / cache.block_size()]} *
                         cache.block_size() + pos % cache.block_size();
       std::memcpy(k_cache + row * kv_dim, &b.k[t * kv_dim], sizeof(float) * kv_dim);

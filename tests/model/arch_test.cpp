@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model/dummy.h"
 #include "model/gguf_export.h"
 #include "model/llama_cuda.h"
@@ -32,7 +34,7 @@ TensorIndex index_for(const ModelConfig& config, TensorNaming naming) {
 }
 
 TEST(ArchTest, RegistryFindsEachFamilyByEveryName) {
-  for (const char* name : {"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3"}) {
+  for (const char* name : {"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}) {
     const ArchDef* arch = find_arch(name);
     ASSERT_NE(arch, nullptr) << name;
     EXPECT_EQ(find_arch_by_hf_class(arch->hf_class), arch);
@@ -63,6 +65,20 @@ TEST(ArchTest, RecipeDecidesTheTensors) {
     EXPECT_EQ(spec.shape, (std::vector<int64_t>{c.head_dim}));
   }
   EXPECT_TRUE(found);
+  // Phi-3's fused projections are one tensor each, split into row ranges at load.
+  ModelConfig phi3 = tiny_config("phi3");
+  std::vector<std::string> phi3_names;
+  for (const TensorSpec& spec : expected_tensors(phi3, TensorNaming::kHuggingFace)) {
+    phi3_names.push_back(spec.name);
+    if (spec.name == "model.layers.0.self_attn.qkv_proj.weight") {
+      EXPECT_EQ(spec.shape, (std::vector<int64_t>{phi3.q_dim() + 2 * phi3.kv_dim(), phi3.dim}));
+    }
+    if (spec.name == "model.layers.0.mlp.gate_up_proj.weight") {
+      EXPECT_EQ(spec.shape, (std::vector<int64_t>{2 * phi3.hidden_dim, phi3.dim}));
+    }
+  }
+  EXPECT_EQ(std::count(phi3_names.begin(), phi3_names.end(), "model.layers.0.self_attn.qkv_proj.weight"), 1);
+  EXPECT_EQ(std::count(phi3_names.begin(), phi3_names.end(), "model.layers.0.self_attn.q_proj.weight"), 0);
   // The parameter count follows the same list: the q/k norms add 2 x head_dim a layer.
   ModelConfig plain = tiny_config("qwen3");
   plain.qk_norm = true;

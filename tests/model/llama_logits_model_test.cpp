@@ -33,6 +33,7 @@ struct Golden {
   std::vector<int32_t> tokens;
   int32_t num_prefill = 0;
   int32_t vocab = 0;
+  int32_t max_seq_len = 0;    // > 0: the context to run with (LongRoPE picks its factors by it)
   std::vector<float> logits;  // [tokens.size(), vocab]
 };
 
@@ -44,6 +45,7 @@ Golden read_golden(const std::string& dir) {
   g.tokens = j["token_ids"].get<std::vector<int32_t>>();
   g.num_prefill = j["num_prefill"].get<int32_t>();
   g.vocab = j["vocab_size"].get<int32_t>();
+  g.max_seq_len = j.value("max_seq_len", 0);
   std::ifstream bin(dir + "/" + j["logits_file"].get<std::string>(), std::ios::binary);
   g.logits.resize(g.tokens.size() * static_cast<size_t>(g.vocab));
   bin.read(reinterpret_cast<char*>(g.logits.data()), static_cast<std::streamsize>(g.logits.size() * 4));
@@ -65,6 +67,7 @@ TEST_P(LogitsTest, MatchesTransformers) {
   auto source = open_model(g.model_path);
   ASSERT_TRUE(source.ok()) << source.status().to_string();
   ASSERT_EQ(source->config.vocab_size, g.vocab);
+  if (g.max_seq_len > 0) source->config.max_seq_len = g.max_seq_len;
   auto weights = load_model_weights(*source);
   ASSERT_TRUE(weights.ok()) << weights.status().to_string();
   ThreadPool pool(2);
@@ -125,6 +128,7 @@ INSTANTIATE_TEST_SUITE_P(Goldens, LogitsTest,
                                            "logits/llama-f16", "logits/llama-attn-bias", "logits/mistral-swa",
                                            "logits/qwen2-swa", "logits/qwen3", "logits/qwen3-bias-swa",
                                            "logits/gemma3", "logits/gemma3-legacy", "logits/gemma2",
+                                           "logits/phi3-longrope-short", "logits/phi3-longrope-long",
                                            "gguf/llama-gqa-tied.f32", "gguf/llama-gqa-tied.f16",
                                            "gguf/llama-gqa-tied.q8_0", "gguf/llama-gqa-tied.q4_0"),
                          [](const auto& info) {

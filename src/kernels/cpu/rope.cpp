@@ -5,14 +5,15 @@
 namespace zl::cpu {
 
 void rope_f32(float* x, int32_t num_heads, int32_t head_dim, int32_t pos, const float* inv_freq,
-              bool interleaved) {
-  int32_t half = head_dim / 2;
+              bool interleaved, int32_t rotary_dim, float mscale) {
+  const int32_t half = (rotary_dim > 0 ? rotary_dim : head_dim) / 2;
   // One cos/sin per pair, shared by every head. head_dim <= 4096 (validated).
   float cos_table[2048], sin_table[2048];
   for (int32_t i = 0; i < half; ++i) {
     float angle = static_cast<float>(pos) * inv_freq[i];
-    cos_table[i] = std::cos(angle);
-    sin_table[i] = std::sin(angle);
+    // transformers: cos = emb.cos() * attention_scaling (exact when it is 1).
+    cos_table[i] = std::cos(angle) * mscale;
+    sin_table[i] = std::sin(angle) * mscale;
   }
   for (int32_t h = 0; h < num_heads; ++h) {
     float* v = x + static_cast<int64_t>(h) * head_dim;

@@ -8,9 +8,12 @@
 
 namespace zl::cpu {
 
-// x: [num_heads, head_dim]. interleaved: pairs (2i, 2i+1) (llama.cpp "norm",
-// llama2.c); otherwise pairs (i, i + head_dim/2) (transformers rotate_half).
+// x: [num_heads, head_dim]. Only the first rotary_dim values of each head
+// rotate (0: all of them; Phi-3's partial rotary), with inv_freq:
+// [rotary_dim / 2]. interleaved: pairs (2i, 2i+1) (llama.cpp "norm",
+// llama2.c); otherwise pairs (i, i + rotary_dim/2) (transformers
+// rotate_half). mscale multiplies cos and sin (LongRoPE's attention factor).
 void rope_f32(float* x, int32_t num_heads, int32_t head_dim, int32_t pos, const float* inv_freq,
-              bool interleaved);
+              bool interleaved, int32_t rotary_dim = 0, float mscale = 1.0f);
 
 }  // namespace zl::cpu

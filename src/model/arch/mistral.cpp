@@ -12,7 +12,8 @@ Status read_hf(const HfFields& f, ModelConfig& c) {
   // MistralAttention's projections have no bias whatever attention_bias says.
   ZL_ASSIGN_OR_RETURN(bool unused_bias, f.get_bool("attention_bias", false));
   (void)unused_bias;
-  return read_hf_sliding_window_all_layers(f, c);
+  // transformers' MistralConfig: absent means its default of 4096, null means none.
+  return read_hf_sliding_window_all_layers(f, 4096, c);
 }
 
 Status read_gguf(const GgufFields&, ModelConfig&) { return ok_status(); }
