@@ -14,13 +14,17 @@ const char* dtype_name(DType dtype) {
     case DType::kI8: return "I8";
     case DType::kQ4_K: return "Q4_K";
     case DType::kQ6_K: return "Q6_K";
+    case DType::kQ5_0: return "Q5_0";
+    case DType::kQ5_1: return "Q5_1";
   }
   return "?";
 }
 
 int64_t dtype_block_elems(DType dtype) {
   if (dtype == DType::kQ4_K || dtype == DType::kQ6_K) return 256;
-  return (dtype == DType::kQ8_0 || dtype == DType::kQ4_0) ? 32 : 1;
+  const bool block32 =
+      dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1;
+  return block32 ? 32 : 1;
 }
 
 int64_t dtype_block_bytes(DType dtype) {
@@ -33,6 +37,8 @@ int64_t dtype_block_bytes(DType dtype) {
     case DType::kI8: return 1;
     case DType::kQ4_K: return 2 + 2 + 12 + 128;  // f16 d, dmin; 6-bit scales, mins; 256 x 4-bit
     case DType::kQ6_K: return 128 + 64 + 16 + 2;  // 256 x (4 + 2 bits); int8 scales; f16 d
+    case DType::kQ5_0: return 2 + 4 + 16;           // f16 d; 32 high bits; 32 x 4-bit
+    case DType::kQ5_1: return 2 + 2 + 4 + 16;       // f16 d, m; 32 high bits; 32 x 4-bit
   }
   return 0;
 }
@@ -44,6 +50,18 @@ std::optional<uint64_t> dtype_bytes(DType dtype, uint64_t num_elems) {
   uint64_t per = static_cast<uint64_t>(dtype_block_bytes(dtype));
   if (blocks > UINT64_MAX / per) return std::nullopt;
   return blocks * per;
+}
+
+void q5_codes(DType dtype, const uint8_t* p, uint8_t* codes) {
+  CHECK(dtype == DType::kQ5_0 || dtype == DType::kQ5_1);
+  const uint8_t* qh_bytes = p + (dtype == DType::kQ5_0 ? 2 : 4);
+  const uint8_t* qs = qh_bytes + 4;
+  const uint32_t qh = uint32_t{qh_bytes[0]} | uint32_t{qh_bytes[1]} << 8 | uint32_t{qh_bytes[2]} << 16 |
+                      uint32_t{qh_bytes[3]} << 24;
+  for (int j = 0; j < 16; ++j) {
+    codes[j] = static_cast<uint8_t>((qs[j] & 0x0f) | ((qh >> j) & 1) << 4);
+    codes[j + 16] = static_cast<uint8_t>((qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+  }
 }
 
 void kquant_scales(DType dtype, const uint8_t* p, uint8_t* sc, uint8_t* mins, uint16_t* d_bits) {
@@ -138,6 +156,27 @@ void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems) {
         }
       }
       return;
+    case DType::kQ5_0:
+    case DType::kQ5_1: {
+      // As ggml's dequantize_row_q5_0 / _q5_1: one f32 product (exact) and,
+      // for Q5_1, one rounded sum per value.
+      CHECK(num_elems % 32 == 0);
+      const int64_t block_bytes = dtype_block_bytes(dtype);
+      uint8_t codes[32];
+      for (int64_t b = 0; b < num_elems / 32; ++b, p += block_bytes) {
+        uint16_t h[2] = {0, 0};
+        std::memcpy(h, p, dtype == DType::kQ5_0 ? 2 : 4);
+        const float d = f16_to_f32(h[0]);
+        q5_codes(dtype, p, codes);
+        if (dtype == DType::kQ5_0) {
+          for (int j = 0; j < 32; ++j) dst[b * 32 + j] = d * static_cast<float>(codes[j] - 16);
+        } else {
+          const float m = f16_to_f32(h[1]);
+          for (int j = 0; j < 32; ++j) dst[b * 32 + j] = d * static_cast<float>(codes[j]) + m;
+        }
+      }
+      return;
+    }
     case DType::kQ4_K:
     case DType::kQ6_K: {
       CHECK(num_elems % 256 == 0);

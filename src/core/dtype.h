@@ -1,8 +1,8 @@
 // Element types of tensors in model files and of weights in memory, and
-// scalar conversions to f32. Block-quantized types (Q8_0, Q4_0: 32 elements;
-// the k-quants Q4_K, Q6_K: super-blocks of 256) have a block of elements per
-// unit; use dtype_bytes for byte sizes, which checks divisibility and
-// overflow. I8 is int8 with one f32 scale per row (made at
+// scalar conversions to f32. Block-quantized types (Q8_0, Q4_0, Q5_0, Q5_1:
+// 32 elements; the k-quants Q4_K, Q6_K: super-blocks of 256) have a block of
+// elements per unit; use dtype_bytes for byte sizes, which checks
+// divisibility and overflow. I8 is int8 with one f32 scale per row (made at
 // load, never read from a file); its bytes here exclude the scales.
 #pragma once
 
@@ -13,10 +13,11 @@
 
 namespace zl {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kI8, kQ4_K, kQ6_K };
+// New values go at the end, so existing ones keep their numbers.
+enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kI8, kQ4_K, kQ6_K, kQ5_0, kQ5_1 };
 
 const char* dtype_name(DType dtype);
-// Elements per block (1 for plain types, 32 for Q8_0/Q4_0, 256 for Q4_K/Q6_K).
+// Elements per block (1 for plain types, 32 for Q8_0/Q4_0/Q5_0/Q5_1, 256 for Q4_K/Q6_K).
 int64_t dtype_block_elems(DType dtype);
 // Bytes per block.
 int64_t dtype_block_bytes(DType dtype);
@@ -55,6 +56,13 @@ inline uint16_t f32_to_f16(float f) {
 // Converts num_elems elements of `dtype` at src (unaligned is fine) to f32.
 // For kI8 this gives the raw integers (the caller applies the row scale).
 void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems);
+
+// Block p of a Q5_0 (22 bytes: f16 d, 4 bytes qh, 16 bytes qs) or Q5_1
+// (24 bytes: f16 d, f16 m, qh, qs) matrix as 5-bit codes 0..31, as ggml lays
+// them out: element j < 16 is the low nibble of qs[j] under bit j of qh
+// (little-endian u32), element j + 16 the high nibble under bit j + 16.
+// Q5_0: x = d * (code - 16); Q5_1: x = d * code + m.
+void q5_codes(DType dtype, const uint8_t* p, uint8_t* codes);
 
 // One block of 32 elements (j = 0..7) of a Q4_K or Q6_K super-block p, as
 // codes and scales: element i = scale[i / 16] * codes[i] - offset.
