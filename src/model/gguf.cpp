@@ -235,6 +235,8 @@ std::optional<DType> ggml_dtype(uint32_t type) {
     case 0: return DType::kF32;
     case 1: return DType::kF16;
     case 2: return DType::kQ4_0;
+    case 6: return DType::kQ5_0;
+    case 7: return DType::kQ5_1;
     case 8: return DType::kQ8_0;
     case 12: return DType::kQ4_K;
     case 14: return DType::kQ6_K;
@@ -250,7 +252,8 @@ Status make_tensor(const GgufFile& g, const RawTensor& t, uint64_t data_size, Te
   std::optional<DType> dtype = ggml_dtype(t.ggml_type);
   if (!dtype)
     return unimplemented(g.path, ": tensor ", t.name, " has ggml type ", ggml_type_name(t.ggml_type),
-                         " (", t.ggml_type, "); only F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K are supported");
+                         " (", t.ggml_type,
+                         "); only F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K and Q6_K are supported");
   uint64_t num_elems = 1;
   for (uint64_t dim : t.ne) {
     if (dim == 0 || dim > static_cast<uint64_t>(INT64_MAX)) return bad("dimension ", dim, " is out of range");

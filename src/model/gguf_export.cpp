@@ -15,6 +15,8 @@ uint32_t ggml_type(DType d) {
     case DType::kF32: return 0;
     case DType::kF16: return 1;
     case DType::kQ4_0: return 2;
+    case DType::kQ5_0: return 6;
+    case DType::kQ5_1: return 7;
     case DType::kQ8_0: return 8;
     case DType::kQ4_K: return 12;
     case DType::kQ6_K: return 14;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/dtype.h"
 #include "model/gguf_writer.h"
 #include "model/rewrite_file.h"
 #include "test_util.h"
@@ -237,12 +238,61 @@ TEST(GgufTest, HugeStringLengthAndArrayCount) {
   EXPECT_NE(error_of("dupkey.gguf", w6.build(), StatusCode::kDataLoss).find("duplicate"), std::string::npos);
 }
 
+// Q5_0 (ggml type 6, 22-byte blocks) and Q5_1 (type 7, 24 bytes): sizes and
+// values as stored. A block: f16 d, (Q5_1: f16 m,) u32 qh, 16 bytes qs.
+TEST(GgufTest, ReadsQ5Tensors) {
+  const std::string qh = GgufWriter::le<uint32_t>(0x80000001u), qs = std::string(15, '\x21') + "\xf0";
+  // Element 0: low nibble 1 under qh bit 0 -> 17; element 15: 0 -> 0;
+  // element 16: 2 -> 2; element 31: 15 under qh bit 31 -> 31.
+  const std::string q5_0_block = GgufWriter::le<uint16_t>(0x3c00) + qh + qs;  // d = 1
+  const std::string q5_1_block =
+      GgufWriter::le<uint16_t>(0x4000) + GgufWriter::le<uint16_t>(0xbc00) + qh + qs;  // d = 2, m = -1
+  GgufWriter w;
+  std::string q5_0_data, q5_1_data;
+  for (int i = 0; i < 3 * 2; ++i) q5_0_data += q5_0_block;
+  for (int i = 0; i < 2; ++i) q5_1_data += q5_1_block;
+  w.add_tensor("a", {64, 3}, 6, q5_0_data);
+  w.add_tensor("b", {32, 2}, 7, q5_1_data);
+  StatusOr<GgufFile> g = read_gguf(write("q5.gguf", w.build()));
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  const TensorInfo& a = g->tensors.at("a");
+  EXPECT_EQ(a.dtype, DType::kQ5_0);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{3, 64}));
+  EXPECT_EQ(a.num_bytes, 6u * 22);
+  const TensorInfo& b = g->tensors.at("b");
+  EXPECT_EQ(b.dtype, DType::kQ5_1);
+  EXPECT_EQ(b.shape, (std::vector<int64_t>{2, 32}));
+  EXPECT_EQ(b.num_bytes, 2u * 24);
+  std::vector<float> va(32), vb(32);
+  dtype_to_f32(a.dtype, a.data + 5 * 22, va.data(), 32);  // the last block
+  dtype_to_f32(b.dtype, b.data + 24, vb.data(), 32);
+  EXPECT_EQ(va[0], 1.0f);    // (17 - 16) * 1
+  EXPECT_EQ(va[15], -16.0f);
+  EXPECT_EQ(va[16], -14.0f);
+  EXPECT_EQ(va[31], 15.0f);
+  EXPECT_EQ(vb[0], 33.0f);   // 17 * 2 - 1
+  EXPECT_EQ(vb[15], -1.0f);
+  EXPECT_EQ(vb[16], 3.0f);
+  EXPECT_EQ(vb[31], 61.0f);
+
+  // Rows of whole blocks; the data must hold every block.
+  GgufWriter half;
+  half.add_tensor("w", {48, 2}, 6, std::string(128, '\0'));
+  EXPECT_NE(error_of("q5row.gguf", half.build(), StatusCode::kDataLoss).find("multiple of the Q5_0 block size 32"),
+            std::string::npos);
+  GgufWriter short_data;
+  short_data.add_tensor("w", {32, 4}, 7, std::string(24, '\0'));
+  EXPECT_NE(error_of("q5short.gguf", short_data.build(), StatusCode::kDataLoss).find("past the data section"),
+            std::string::npos);
+}
+
 TEST(GgufTest, BadTensorInfos) {
   GgufWriter w;
   w.add_tensor("blk.0.attn_k.weight", {256, 2}, 13, std::string(352, '\0'));
   std::string msg = error_of("q5k.gguf", w.build(), StatusCode::kUnimplemented);
   EXPECT_NE(msg.find("blk.0.attn_k.weight"), std::string::npos);
   EXPECT_NE(msg.find("Q5_K"), std::string::npos);
+  EXPECT_NE(msg.find("Q4_0, Q5_0, Q5_1, Q4_K"), std::string::npos) << msg;  // the supported types
 
   struct Case { const char* file; std::vector<uint64_t> ne; uint32_t type; const char* expect; };
   const Case cases[] = {
