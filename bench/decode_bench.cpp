@@ -58,7 +58,8 @@ double thread_cpu_seconds() {
 StatusOr<WeightFormat> parse_format(const std::string& name) {
   WeightFormat f;
   if (name == "stored") return f;
-  if (name == "int8" || name == "q8_0" || name == "q4_0" || name == "q4_k" || name == "q6_k") {
+  if (name == "int8" || name == "q8_0" || name == "q4_0" || name == "q5_0" || name == "q5_1" || name == "q4_k" ||
+      name == "q6_k") {
     ZL_RETURN_IF_ERROR(parse_quantization_flag(name, f));
   } else {
     ZL_RETURN_IF_ERROR(parse_dtype_flag(name, f));
@@ -215,7 +216,8 @@ int main(int argc, char** argv) {
   zl::bench::Options o;
   CLI::App app{"Decode and prefill tokens/s per weight format, as JSON lines"};
   app.add_option("--model", o.model);
-  app.add_option("--formats", o.formats, "f32, f16, bf16, int8, q8_0, q4_0, q4_k, q6_k, or stored (as the file has it)")
+  app.add_option("--formats", o.formats,
+                 "f32, f16, bf16, int8, q8_0, q4_0, q5_0, q5_1, q4_k, q6_k, or stored (as the file has it)")
       ->delimiter(',');
   app.add_option("--batches", o.batches)->delimiter(',');
   app.add_option("--threads", o.threads);

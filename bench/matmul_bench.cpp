@@ -37,9 +37,13 @@ int main(int argc, char** argv) {
   for (float& v : x) v = u(rng);
   for (const std::string& name : formats) {
     zl::WeightFormat f;
-    zl::Status s = name == "int8" || name == "q8_0" || name == "q4_0" ? zl::parse_quantization_flag(name, f)
-                                                                     : zl::parse_dtype_flag(name, f);
-    if (!s.ok()) return 1;
+    // A quantization (int8, q8_0, q4_0, q5_0, ...) or else a float dtype.
+    zl::Status s = zl::parse_quantization_flag(name, f);
+    if (!s.ok()) s = zl::parse_dtype_flag(name, f);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.to_string().c_str());
+      return 1;
+    }
     zl::TensorIndex index;
     zl::TensorInfo info;
     info.name = "w";

@@ -64,6 +64,8 @@ DType target_dtype(DType stored, const WeightFormat& f) {
     case Quantization::kInt8: return DType::kI8;
     case Quantization::kQ8_0: return DType::kQ8_0;
     case Quantization::kQ4_0: return DType::kQ4_0;
+    case Quantization::kQ5_0: return DType::kQ5_0;
+    case Quantization::kQ5_1: return DType::kQ5_1;
     case Quantization::kQ4_K: return DType::kQ4_K;
     case Quantization::kQ6_K: return DType::kQ6_K;
     case Quantization::kNone: break;
@@ -90,6 +92,8 @@ void convert_rows(const WeightMatrix& src, WeightMatrix& dst, uint8_t* out, floa
         break;
       case DType::kQ8_0: cpu::quantize_row_q8_0(row.data(), o, src.cols); break;
       case DType::kQ4_0: cpu::quantize_row_q4_0(row.data(), o, src.cols); break;
+      case DType::kQ5_0: cpu::quantize_row_q5_0(row.data(), o, src.cols); break;
+      case DType::kQ5_1: cpu::quantize_row_q5_1(row.data(), o, src.cols); break;
       case DType::kQ4_K: cpu::quantize_row_q4_k(row.data(), o, src.cols); break;
       case DType::kQ6_K: cpu::quantize_row_q6_k(row.data(), o, src.cols); break;
       case DType::kI8: scales[r] = cpu::quantize_row_i8(row.data(), reinterpret_cast<int8_t*>(o), src.cols); break;
@@ -208,12 +212,16 @@ Status parse_quantization_flag(const std::string& text, WeightFormat& format) {
     format.quantization = Quantization::kQ8_0;
   } else if (text == "q4_0") {
     format.quantization = Quantization::kQ4_0;
+  } else if (text == "q5_0") {
+    format.quantization = Quantization::kQ5_0;
+  } else if (text == "q5_1") {
+    format.quantization = Quantization::kQ5_1;
   } else if (text == "q4_k") {
     format.quantization = Quantization::kQ4_K;
   } else if (text == "q6_k") {
     format.quantization = Quantization::kQ6_K;
   } else {
-    return invalid_argument("--quantization ", text, ": expected none, int8, q8_0, q4_0, q4_k or q6_k");
+    return invalid_argument("--quantization ", text, ": expected none, int8, q8_0, q4_0, q5_0, q5_1, q4_k or q6_k");
   }
   return ok_status();
 }
@@ -223,6 +231,8 @@ std::string weight_format_name(const WeightFormat& f) {
     case Quantization::kInt8: return "int8";
     case Quantization::kQ8_0: return "q8_0";
     case Quantization::kQ4_0: return "q4_0";
+    case Quantization::kQ5_0: return "q5_0";
+    case Quantization::kQ5_1: return "q5_1";
     case Quantization::kQ4_K: return "q4_k";
     case Quantization::kQ6_K: return "q6_k";
     case Quantization::kNone: break;

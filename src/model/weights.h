@@ -62,7 +62,7 @@ struct ModelWeights {
 
 // Conversion of the weight matrices at load (vLLM's --dtype / --quantization).
 // Quantization wins over dtype for matrices; with neither, matrices stay as stored.
-enum class Quantization { kNone, kInt8, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
+enum class Quantization { kNone, kInt8, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_0, kQ5_1 };
 struct WeightFormat {
   bool convert_dtype = false;    // dtype below applies to float matrices
   DType dtype = DType::kF32;     // kF32, kF16 or kBF16
@@ -70,14 +70,15 @@ struct WeightFormat {
 };
 // "auto" (as stored), "f32"/"float32", "f16"/"float16"/"half", "bf16"/"bfloat16".
 Status parse_dtype_flag(const std::string& text, WeightFormat& format);
-// "none", "int8", "q8_0", "q4_0", "q4_k", "q6_k".
+// "none", "int8", "q8_0", "q4_0", "q5_0", "q5_1", "q4_k", "q6_k".
 Status parse_quantization_flag(const std::string& text, WeightFormat& format);
 std::string weight_format_name(const WeightFormat& format);
 
 // Gives every bf16 / f16 / Q8_0 / Q4_0 / I8 / Q4_K / Q6_K matrix of the layers and the classifier a
 // packed copy (cpu::pack_matrix, owned by `weights`) when the AVX-512 kernels
-// run, which read only that copy. The originals stay valid (the embedding
-// lookup, GGUF export and the CUDA upload read them): pages of a mapped file
+// run, which read only that copy (Q5_0 / Q5_1 have no packed layout: read as
+// stored). The originals stay valid (the embedding lookup, GGUF export and
+// the CUDA upload read them): pages of a mapped file
 // are released (MADV_DONTNEED; re-read from the file if ever touched), so a
 // mapped model is not held twice; matrices converted at load keep their
 // owned copy as well (about twice their size in memory).

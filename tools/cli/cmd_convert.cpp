@@ -11,7 +11,7 @@
 namespace zl::cli {
 
 Command add_convert_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("convert", "Write a model as GGUF (f32/f16/bf16/q8_0/q4_0/q4_k/q6_k weights)");
+  auto* cmd = app.add_subcommand("convert", "Write a model as GGUF (f32/f16/bf16/q8_0/q4_0/q5_0/q5_1/q4_k/q6_k weights)");
   auto flags = std::make_shared<ModelFlags>();
   auto out = std::make_shared<std::string>();
   add_model_flags(*cmd, *flags);

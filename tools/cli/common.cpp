@@ -49,10 +49,10 @@ void add_model_flags(CLI::App& app, ModelFlags& flags, bool model_required) {
       ->envname("ZEROLAYER_DTYPE")
       ->check(CLI::IsMember({"auto", "f32", "float32", "f16", "float16", "half", "bf16", "bfloat16"}));
   app.add_option("--quantization", flags.quantization,
-                 "Quantize weight matrices at load: none, int8 (per-row scale), q8_0 or q4_0 (GGUF blocks of "
-                 "32), q4_k or q6_k (GGUF super-blocks of 256: every matrix's width must be a multiple of 256)")
+                 "Quantize weight matrices at load: none, int8 (per-row scale), q8_0, q4_0, q5_0 or q5_1 (GGUF "
+                 "blocks of 32), q4_k or q6_k (GGUF super-blocks of 256: every matrix's width must be a multiple of 256)")
       ->envname("ZEROLAYER_QUANTIZATION")
-      ->check(CLI::IsMember({"none", "int8", "q8_0", "q4_0", "q4_k", "q6_k"}));
+      ->check(CLI::IsMember({"none", "int8", "q8_0", "q4_0", "q5_0", "q5_1", "q4_k", "q6_k"}));
 }
 
 StatusOr<WeightFormat> weight_format_from_flags(const ModelFlags& flags) {

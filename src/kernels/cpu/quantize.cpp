@@ -22,6 +22,15 @@ int round_in(float v, float unit, int lo, int hi) {
   return std::clamp(static_cast<int>(std::lround(v / unit)), lo, hi);
 }
 
+// Codes 0..31 of a Q5 block into its qh (bit j: code j's bit 4) and qs
+// (byte j: code j's low nibble, code j + 16's in the high nibble).
+void store_q5_codes(const uint8_t* codes, uint8_t* qh_qs) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 32; ++j) qh |= static_cast<uint32_t>(codes[j] >> 4) << j;
+  for (int i = 0; i < 4; ++i) qh_qs[i] = static_cast<uint8_t>(qh >> (8 * i));
+  for (int j = 0; j < 16; ++j) qh_qs[4 + j] = static_cast<uint8_t>((codes[j] & 0x0f) | (codes[j + 16] & 0x0f) << 4);
+}
+
 }  // namespace
 
 void quantize_row_q8_0(const float* src, uint8_t* dst, int64_t n) {
@@ -55,6 +64,46 @@ void quantize_row_q4_0(const float* src, uint8_t* dst, int64_t n) {
       int hi = std::min(15, static_cast<int>(static_cast<int8_t>(x[j + 16] * id + 8.5f)));
       dst[2 + j] = static_cast<uint8_t>(lo | (hi << 4));
     }
+  }
+}
+
+void quantize_row_q5_0(const float* src, uint8_t* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, dst += 22) {
+    const float* x = src + b * 32;
+    // As Q4_0: the value of largest magnitude, with its sign, maps to -16.
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_f16(d, dst);
+    uint8_t codes[32];
+    for (int j = 0; j < 32; ++j)
+      codes[j] = static_cast<uint8_t>(std::min(31, static_cast<int>(static_cast<int8_t>(x[j] * id + 16.5f))));
+    store_q5_codes(codes, dst + 2);
+  }
+}
+
+void quantize_row_q5_1(const float* src, uint8_t* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, dst += 24) {
+    const float* x = src + b * 32;
+    // x ~ d * code + min over the block's [min, max], codes 0..31.
+    float min = x[0], max = x[0];
+    for (int j = 1; j < 32; ++j) {
+      min = std::min(min, x[j]);
+      max = std::max(max, x[j]);
+    }
+    const float d = (max - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_f16(d, dst);
+    store_f16(min, dst + 2);
+    uint8_t codes[32];
+    for (int j = 0; j < 32; ++j) codes[j] = static_cast<uint8_t>((x[j] - min) * id + 0.5f);
+    store_q5_codes(codes, dst + 4);
   }
 }
 

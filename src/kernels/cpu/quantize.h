@@ -1,9 +1,10 @@
-// Quantizers. Weights: f32 rows to GGUF Q8_0 / Q4_0 blocks (bit-identical to
-// ggml's reference quantize_row_q8_0_ref / quantize_row_q4_0_ref, so a file we
-// write is what llama-quantize would write from the same f32 weights) and to
-// int8 with one scale per row. Activations: f32 rows to int8 blocks of 32 with
-// an f32 scale each (ggml's Q8_0 activation format), the input of the integer
-// dot products of the quantized matmul kernels.
+// Quantizers. Weights: f32 rows to GGUF Q8_0 / Q4_0 / Q5_0 / Q5_1 blocks
+// (bit-identical to ggml's reference quantize_row_q8_0_ref, _q4_0_ref,
+// _q5_0_ref, _q5_1_ref, so a file we write is what llama-quantize would write
+// from the same f32 weights) and to int8 with one scale per row.
+// Activations: f32 rows to int8 blocks of 32 with an f32 scale each (ggml's
+// Q8_0 activation format), the input of the integer dot products of the
+// quantized matmul kernels.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,9 @@ namespace zl::cpu {
 // src: [n], n a multiple of 32; dst: n / 32 blocks of 34 (Q8_0) or 18 (Q4_0) bytes.
 void quantize_row_q8_0(const float* src, uint8_t* dst, int64_t n);
 void quantize_row_q4_0(const float* src, uint8_t* dst, int64_t n);
+// n / 32 blocks of 22 (Q5_0) or 24 (Q5_1) bytes (layouts: core/dtype.h).
+void quantize_row_q5_0(const float* src, uint8_t* dst, int64_t n);
+void quantize_row_q5_1(const float* src, uint8_t* dst, int64_t n);
 // src: [n], n a multiple of 256; dst: n / 256 super-blocks of 144 (Q4_K) or
 // 210 (Q6_K) bytes (layouts: core/dtype.h). Plain round-to-nearest from each
 // block's range: valid files that llama.cpp reads, not bit-identical to
