@@ -58,6 +58,8 @@ Quantized make_matrix(DType dtype, const std::vector<float>& f, int64_t rows, in
         break;
       case DType::kQ8_0: quantize_row_q8_0(src, dst, cols); break;
       case DType::kQ4_0: quantize_row_q4_0(src, dst, cols); break;
+      case DType::kQ5_0: quantize_row_q5_0(src, dst, cols); break;
+      case DType::kQ5_1: quantize_row_q5_1(src, dst, cols); break;
       case DType::kQ4_K: quantize_row_q4_k(src, dst, cols); break;
       case DType::kQ6_K: quantize_row_q6_k(src, dst, cols); break;
       case DType::kI8:
@@ -200,11 +202,12 @@ TEST_P(MatmulTest, Avx2HasAKernel) { EXPECT_NE(tile_kernel_avx2(GetParam()), nul
 
 INSTANTIATE_TEST_SUITE_P(Formats, MatmulTest,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                                           DType::kI8, DType::kQ4_K, DType::kQ6_K),
+                                           DType::kI8, DType::kQ4_K, DType::kQ6_K, DType::kQ5_0, DType::kQ5_1),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(MatmulTest, SharedInputTargets) {
-  // q/k/v style: three matrices, one input, one call; same as three calls.
+  // q/k/v style: three matrices, one input, one call; same as three calls
+  // (Q5_1 reads the activations' block sums, Q4_0 too).
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
@@ -217,7 +220,8 @@ TEST(MatmulTest, SharedInputTargets) {
   for (int i = 0; i < 3; ++i) {
     std::vector<float> wf(static_cast<size_t>(rows[i] * cols));
     for (float& v : wf) v = u(rng);
-    ms.push_back(make_matrix(i == 1 ? DType::kQ4_0 : DType::kBF16, wf, rows[i], cols));
+    const DType dtypes[] = {DType::kBF16, DType::kQ4_0, DType::kQ5_1};
+    ms.push_back(make_matrix(dtypes[i], wf, rows[i], cols));
     ys.emplace_back(static_cast<size_t>(tokens * rows[i]));
     refs.emplace_back(static_cast<size_t>(tokens * rows[i]));
   }
@@ -323,6 +327,61 @@ TEST(QuantizeTest, KquantRoundTripWithinOneStep) {
       for (int i = 0; i < block; ++i) {
         const size_t k = static_cast<size_t>(b * block + i);
         EXPECT_NEAR(back[k], x[k], step) << dtype_name(dtype) << " value " << k;
+      }
+    }
+  }
+}
+
+// Q5_0 / Q5_1 have no AVX-512 kernels and no packed layout: asked for
+// AVX-512, the matmul runs their AVX2 kernels on the stored blocks (this part
+// runs on any CPU with AVX2), which give the AVX2 results bit for bit (on a
+// CPU with AVX-512).
+TEST(MatmulTest, Q5OnAvx512RunsTheAvx2KernelsUnpacked) {
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool(2);
+  const int64_t tokens = 9, rows = 40, cols = 96;
+  std::vector<float> wf(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(tokens * cols));
+  for (float& v : wf) v = u(rng);
+  for (float& v : x) v = u(rng);
+  for (DType dtype : {DType::kQ5_0, DType::kQ5_1}) {
+    Quantized m = make_matrix(dtype, wf, rows, cols);
+    EXPECT_EQ(packed_bytes(m.w), 0) << dtype_name(dtype);
+    EXPECT_EQ(tile_kernel_avx512(dtype), nullptr) << dtype_name(dtype);
+    if (!isa_supported(Isa::kAvx2)) continue;
+    EXPECT_EQ(tile_kernel(Isa::kAvx512, dtype), tile_kernel_avx2(dtype)) << dtype_name(dtype);
+    if (!isa_supported(Isa::kAvx512)) continue;
+    std::vector<float> y512(static_cast<size_t>(tokens * rows), NAN), y2(y512.size());
+    matmul(pool, x.data(), m.w, nullptr, y512.data(), tokens, Isa::kAvx512);
+    matmul(pool, x.data(), m.w, nullptr, y2.data(), tokens, Isa::kAvx2);
+    EXPECT_EQ(y512, y2) << dtype_name(dtype);
+  }
+}
+
+// Q5_0: the largest magnitude maps to -16 exactly, the other end can clip at
+// +15, a whole step (max / 16) away. Q5_1: within half a step (range / 31) of
+// each value, plus the f16 rounding of the scale and min.
+TEST(QuantizeTest, Q5RoundTripWithinOneStep) {
+  std::vector<float> x(96);
+  for (int i = 0; i < 96; ++i)  // the third block all positive (Q5_1's min above 0)
+    x[static_cast<size_t>(i)] = std::sin(static_cast<float>(i)) * static_cast<float>(1 + i % 5) + (i >= 64 ? 6 : 0);
+  for (DType dtype : {DType::kQ5_0, DType::kQ5_1}) {
+    std::vector<uint8_t> q(static_cast<size_t>(*dtype_bytes(dtype, 96)));
+    if (dtype == DType::kQ5_0) quantize_row_q5_0(x.data(), q.data(), 96);
+    else quantize_row_q5_1(x.data(), q.data(), 96);
+    std::vector<float> back(96);
+    dtype_to_f32(dtype, q.data(), back.data(), 96);
+    for (int b = 0; b < 3; ++b) {
+      float lo = x[static_cast<size_t>(32 * b)], hi = lo;
+      for (int i = 0; i < 32; ++i) {
+        lo = std::min(lo, x[static_cast<size_t>(32 * b + i)]);
+        hi = std::max(hi, x[static_cast<size_t>(32 * b + i)]);
+      }
+      const float step = dtype == DType::kQ5_0 ? std::max(hi, -lo) / 16 : (hi - lo) / 31;
+      const float bound = dtype == DType::kQ5_0 ? step * 1.01f : step * 0.5f + std::max(hi, -lo) * 2e-3f;
+      for (int i = 0; i < 32; ++i) {
+        const size_t k = static_cast<size_t>(32 * b + i);
+        EXPECT_NEAR(back[k], x[k], bound) << dtype_name(dtype) << " value " << k;
       }
     }
   }

@@ -68,7 +68,10 @@ Isa active_isa() {
 TileKernel tile_kernel(Isa isa, DType dtype) {
   TileKernel k = nullptr;
   if (isa == Isa::kAvx512) k = tile_kernel_avx512(dtype);
-  if (isa == Isa::kAvx2) k = tile_kernel_avx2(dtype);
+  // Formats without AVX-512 kernels (Q5_0, Q5_1) run the AVX2 ones on the
+  // stored blocks: every AVX-512 CPU has AVX2, and those kernels never read
+  // a packed copy (none is made for them: packed_bytes is 0).
+  if (k == nullptr && isa != Isa::kScalar && isa_supported(Isa::kAvx2)) k = tile_kernel_avx2(dtype);
   return k != nullptr ? k : tile_kernel_scalar(dtype);
 }
 

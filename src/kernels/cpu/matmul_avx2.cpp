@@ -4,6 +4,8 @@
 // int16 pairs) then vpmaddwd: Q4_0 feeds the stored nibble (code + 8, at most
 // 15 * 127 * 2 per pair, no saturation) and takes 8 * sum(x) back per block;
 // Q8_0 and I8 use |w| and x with w's sign (at most 128 * 127 * 2 per pair).
+// Q5_0 / Q5_1 feed their 5-bit codes 0..31 the same way as Q4_0 (at most
+// 31 * 127 * 2 per pair): Q5_0 takes 16 * sum(x) back, Q5_1 adds m * sum(x).
 // The k-quants Q4_K / Q6_K are read as stored (256-value super-blocks; see
 // micro_kquant).
 #include <immintrin.h>
@@ -71,9 +73,36 @@ ZL_AVX2 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t r
 template <DType D>
 constexpr int64_t kBlockBytes = D == DType::kQ8_0   ? 34
                                 : D == DType::kQ4_0 ? 18
+                                : D == DType::kQ5_0 ? 22
+                                : D == DType::kQ5_1 ? 24
                                 : D == DType::kQ4_K ? 144
                                 : D == DType::kQ6_K ? 210
                                                     : 32;
+
+// The 32 codes 0..31 of a Q5_0 / Q5_1 block from its qh and qs bytes (core/
+// dtype.h), element j in byte j: the nibbles as Q4_0's, bit 4 of byte j from
+// bit j of qh (a little-endian u32) as ggml's bytes_from_bits_32 spreads it:
+// vpshufb puts qh's byte j / 8 in byte j, then every bit but bit j % 8 is set
+// and the byte compared with all ones.
+ZL_AVX2 inline __m256i q5_codes_u8(const uint8_t* qh_qs) {
+  int32_t qh;
+  std::memcpy(&qh, qh_qs, 4);
+  const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh_qs + 4));
+  const __m256i low = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), _mm256_set1_epi8(0x0f));
+  const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+  const __m256i other_bits = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
+  const __m256i bits = _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(qh), spread), other_bits);
+  const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(bits, _mm256_set1_epi8(-1)), _mm256_set1_epi8(0x10));
+  return _mm256_or_si256(low, high);
+}
+
+// Per block and token, the activation term each of the 8 lanes of the
+// integer dot takes (the lanes are summed at the end): - xds for Q4_0
+// (8 * d_x * sum(q) in all, the codes' + 8), - 2 xds for Q5_0 (+ 16), and
+// xds / 8 for Q5_1, times its min m (m * d_x * sum(q) in all). Multiplying by
+// 2 or 1 / 8 is exact.
+template <DType D>
+constexpr float kSumPerLane = D == DType::kQ4_0 ? 1.0f : D == DType::kQ5_0 ? 2.0f : 0.125f;
 
 template <DType D, int R, int T>
 ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
@@ -92,7 +121,7 @@ ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r
       const int64_t tok = t0 + t;
       xv[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.xq + tok * n + b * 32));
       dx[t] = _mm256_set1_ps(in.xd[tok * num_blocks + b]);
-      cx[t] = _mm256_set1_ps(in.xds[tok * num_blocks + b]);  // 8 lanes x 8 * sum / 8
+      cx[t] = _mm256_set1_ps(in.xds[tok * num_blocks + b] * kSumPerLane<D>);
     }
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = wr[r] + b * kBlockBytes<D>;
@@ -106,6 +135,21 @@ ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r
           __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv[t]), ones);
           __m256 f = _mm256_fmsub_ps(dx[t], _mm256_cvtepi32_ps(dot), cx[t]);
           acc[r][t] = _mm256_fmadd_ps(dw, f, acc[r][t]);
+        }
+      } else if constexpr (dtype_is_q5(D)) {
+        constexpr int kScaleBytes = D == DType::kQ5_0 ? 2 : 4;  // f16 d (Q5_1: and m)
+        uint16_t h[2] = {0, 0};
+        std::memcpy(h, p, kScaleBytes);
+        const __m256 dw = _mm256_set1_ps(_cvtsh_ss(h[0])), mw = _mm256_set1_ps(_cvtsh_ss(h[1]));
+        const __m256i u = q5_codes_u8(p + kScaleBytes);
+        for (int t = 0; t < T; ++t) {
+          const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, xv[t]), ones));
+          if constexpr (D == DType::kQ5_0) {
+            acc[r][t] = _mm256_fmadd_ps(dw, _mm256_fmsub_ps(dx[t], dot, cx[t]), acc[r][t]);
+          } else {
+            acc[r][t] = _mm256_fmadd_ps(dw, _mm256_mul_ps(dx[t], dot), acc[r][t]);
+            acc[r][t] = _mm256_fmadd_ps(mw, cx[t], acc[r][t]);
+          }
         }
       } else {
         __m256 dw = _mm256_set1_ps(1.0f);
@@ -253,7 +297,7 @@ ZL_AVX2 void micro_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t 
 template <DType D, int R, int T>
 ZL_AVX2 inline void micro(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
                           int64_t ldy) {
-  if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8) {
+  if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8 || dtype_is_q5(D)) {
     micro_quant<D, R, T>(w, in, r0, t0, y, ldy);
   } else if constexpr (dtype_is_kquant(D)) {
     micro_kquant<D, R, T>(w, in, r0, t0, y, ldy);
@@ -291,6 +335,8 @@ TileKernel tile_kernel_avx2(DType dtype) {
     case DType::kI8: return tile<DType::kI8>;
     case DType::kQ4_K: return tile<DType::kQ4_K>;
     case DType::kQ6_K: return tile<DType::kQ6_K>;
+    case DType::kQ5_0: return tile<DType::kQ5_0>;
+    case DType::kQ5_1: return tile<DType::kQ5_1>;
   }
   return nullptr;
 }

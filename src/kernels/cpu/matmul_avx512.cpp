@@ -245,6 +245,8 @@ TileKernel tile_kernel_avx512(DType dtype) {
     case DType::kI8:
     case DType::kQ4_K:
     case DType::kQ6_K: return tile_kernel_avx512_quant(dtype);
+    case DType::kQ5_0:
+    case DType::kQ5_1: return nullptr;  // tile_kernel falls back to AVX2
   }
   return nullptr;
 }

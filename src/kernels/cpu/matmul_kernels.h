@@ -25,8 +25,11 @@ struct MatmulInput {
 using TileKernel = void (*)(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin,
                             int64_t row_end, float* y, int64_t ldy);
 
-// nullptr for a format the ISA's table lacks (falls back to scalar).
+// The ISA's kernel for dtype; where the ISA's table lacks the format, the
+// next ISA down's (AVX-512 -> AVX2 -> scalar: Q5_0 / Q5_1 on AVX-512 run the
+// AVX2 kernels on the stored blocks).
 TileKernel tile_kernel(Isa isa, DType dtype);
+// Per ISA: nullptr for a format the table lacks (scalar has every format).
 TileKernel tile_kernel_scalar(DType dtype);
 TileKernel tile_kernel_avx2(DType dtype);
 TileKernel tile_kernel_avx512(DType dtype);
@@ -40,9 +43,11 @@ void packed_f16_tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_b
 // missing last column 0), rounded to nearest even. Needs bf16_dot_supported().
 void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp);
 
-// The codes (as signed values) and scale of block b (32 columns) of row r of
-// a Q8_0, Q4_0 or I8 matrix, read from its stored bytes (I8: scale 1).
-void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale);
+// The codes (as signed values), scale and min of block b (32 columns) of row
+// r of a Q8_0, Q4_0, Q5_0, Q5_1 or I8 matrix, read from its stored bytes: the
+// block's values are scale * code + min (I8: scale 1; min 0 but for Q5_1,
+// codes 0..31, which needs min non-null).
+void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale, float* min = nullptr);
 // Groups of 16 rows per panel of packed f16 (see matmul.h).
 constexpr int64_t kF16PanelGroups = 3;
 // Packed code bytes per group of 16 rows and block (see matmul.h).
@@ -60,8 +65,11 @@ inline uint16_t group_store_mask(int64_t rg, int64_t row_lo, int64_t row_end) {
 }
 
 constexpr bool dtype_is_kquant(DType d) { return d == DType::kQ4_K || d == DType::kQ6_K; }
+// Q5_0 / Q5_1: no packed layout and no AVX-512 kernels (tile_kernel above).
+constexpr bool dtype_is_q5(DType d) { return d == DType::kQ5_0 || d == DType::kQ5_1; }
+// Formats multiplied with int8 activations (MatmulInput::xq).
 constexpr bool dtype_is_quantized(DType d) {
-  return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8 || dtype_is_kquant(d);
+  return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8 || dtype_is_kquant(d) || dtype_is_q5(d);
 }
 
 }  // namespace zl::cpu

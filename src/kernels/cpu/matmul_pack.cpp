@@ -14,7 +14,8 @@ int64_t packed_bytes(const WeightMatrix& w) {
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows;
   if (w.dtype == DType::kBF16) return groups * (w.cols + 1) / 2 * 64;
   if (w.dtype == DType::kF16) return groups * w.cols * 32;
-  if (!dtype_is_quantized(w.dtype)) return 0;
+  // Q5_0 / Q5_1 have no packed layout (nor AVX-512 kernels: see tile_kernel).
+  if (!dtype_is_quantized(w.dtype) || dtype_is_q5(w.dtype)) return 0;
   const int64_t blocks = w.cols / 32;
   if (dtype_is_kquant(w.dtype))
     return groups * (blocks * packed_code_bytes(w.dtype) + w.cols / 256 * packed_kscale_bytes(w.dtype));
@@ -103,7 +104,8 @@ void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
   if (w.dtype == DType::kBF16) return pack_lanes<4, 1>(w, dst);
   if (w.dtype == DType::kF16) return pack_lanes<2, kF16PanelGroups>(w, dst);
   if (dtype_is_kquant(w.dtype)) return pack_kquant(w, dst);
-  CHECK(dtype_is_quantized(w.dtype) && w.cols % 32 == 0) << "no packed layout for " << dtype_name(w.dtype);
+  CHECK(dtype_is_quantized(w.dtype) && !dtype_is_q5(w.dtype) && w.cols % 32 == 0)
+      << "no packed layout for " << dtype_name(w.dtype);
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
   const int64_t code_bytes = packed_code_bytes(w.dtype);
   uint8_t* scales = dst + groups * blocks * code_bytes;  // [G, B, 16] f16

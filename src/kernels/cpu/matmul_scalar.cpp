@@ -3,10 +3,13 @@
 // Quantized formats: per block of 32, the exact integer dot of weight and
 // activation codes, scaled by both block scales (I8: by the activation block
 // scale, then the row scale at the end; k-quants: each half block's integer
-// dot by its weight scale, less the block's min times the activations' sum).
+// dot by its weight scale, less the block's min times the activations' sum;
+// Q5_1: codes 0..31, plus the block's min m times the activations' sum,
+// m * d_x * sum(q)).
 #include <cstring>
 #include <vector>
 
+#include "core/check.h"
 #include "kernels/cpu/matmul_kernels.h"
 
 namespace zl::cpu {
@@ -29,9 +32,10 @@ void tile_float(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin,
 
 }  // namespace
 
-void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale) {
+void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale, float* min) {
   const uint8_t* p = w.row(r);
   uint16_t h;
+  if (min != nullptr) *min = 0.0f;
   switch (w.dtype) {
     case DType::kQ8_0:
       p += b * 34;
@@ -48,6 +52,22 @@ void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, fl
         codes[j + 16] = static_cast<int8_t>((p[2 + j] >> 4) - 8);
       }
       return;
+    case DType::kQ5_0:
+    case DType::kQ5_1: {
+      const bool q5_0 = w.dtype == DType::kQ5_0;
+      p += b * dtype_block_bytes(w.dtype);
+      uint8_t u[32];
+      q5_codes(w.dtype, p, u);
+      for (int j = 0; j < 32; ++j) codes[j] = static_cast<int8_t>(q5_0 ? u[j] - 16 : u[j]);
+      std::memcpy(&h, p, 2);
+      *scale = f16_to_f32(h);
+      if (!q5_0) {
+        CHECK(min != nullptr) << "Q5_1 blocks have a min";
+        std::memcpy(&h, p + 2, 2);
+        *min = f16_to_f32(h);
+      }
+      return;
+    }
     default:  // kI8
       std::memcpy(codes, p + b * 32, 32);
       *scale = 1.0f;
@@ -85,13 +105,14 @@ void tile_quantized(const WeightMatrix& w, const MatmulInput& in, int64_t row_be
       continue;
     }
     for (int64_t b = 0; b < num_blocks; ++b) {
-      float dw;
-      weight_block(w, r, b, codes, &dw);
+      float dw, min;
+      weight_block(w, r, b, codes, &dw, &min);
       for (int64_t t = 0; t < in.num_tokens; ++t) {
         const int8_t* xq = in.xq + t * in.cols + b * 32;
         int32_t dot = 0;
         for (int j = 0; j < 32; ++j) dot += int32_t{codes[j]} * xq[j];
         y[t * ldy + r] += dw * in.xd[t * num_blocks + b] * static_cast<float>(dot);
+        if (w.dtype == DType::kQ5_1) y[t * ldy + r] += min * in.xds[t * num_blocks + b];
       }
     }
     if (w.dtype == DType::kI8)
