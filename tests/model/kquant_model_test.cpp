@@ -1,13 +1,16 @@
-// Q4_K and Q6_K on a whole model (dummy:llama-110m: every matrix's width is
-// a multiple of 256): quantized at load, their logits follow the f32 model
-// as closely as their bits allow (Q6_K closer than Q4_0, Q4_K about as
-// close as Q4_0: a misread nibble, scale or min would put them far beyond),
+// Q4_K and Q6_K (and the 32-value Q5_0, Q5_1) on a whole model
+// (dummy:llama-110m: every matrix's width is a multiple of 256): quantized
+// at load, their logits follow the f32 model as closely as their bits allow
+// (Q6_K closer than Q4_0, Q4_K about as close as Q4_0, the 5-bit formats
+// closer than Q4_0: a misread nibble, high bit, scale or min would put them
+// far beyond),
 // and a GGUF file written with them reads back to the same matrices, byte for
 // byte (but for q and k, whose rows the writer permutes), and to logits
 // within 5% (the tied embedding is stored quantized, while the model
 // quantized at load looks up f32 rows).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +29,11 @@ std::vector<float> prompt_logits(const std::string& spec, const std::string& qua
   return test::prompt_logits(spec, format, {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203, 29889});
 }
 
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 // ||a - b|| / ||b||
 double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0, norm = 0;
@@ -41,14 +49,19 @@ TEST(KquantModelTest, LogitsFollowTheF32ModelAsTheirBitsAllow) {
   const double q4_0 = relative_error(prompt_logits(kModel, "q4_0"), f32);
   const double q4_k = relative_error(prompt_logits(kModel, "q4_k"), f32);
   const double q6_k = relative_error(prompt_logits(kModel, "q6_k"), f32);
-  std::printf("relative L2 error of the logits against f32: q4_0 %.4f, q4_k %.4f, q6_k %.4f\n", q4_0, q4_k, q6_k);
+  const double q5_0 = relative_error(prompt_logits(kModel, "q5_0"), f32);
+  const double q5_1 = relative_error(prompt_logits(kModel, "q5_1"), f32);
+  std::printf("relative L2 error of the logits against f32: q4_0 %.4f, q4_k %.4f, q6_k %.4f, q5_0 %.4f, q5_1 %.4f\n",
+              q4_0, q4_k, q6_k, q5_0, q5_1);
   EXPECT_LT(q4_0, 0.5);  // the comparison below means something
   EXPECT_LE(q4_k, q4_0 * 1.1);
   EXPECT_LE(q6_k, q4_0 / 2);
+  EXPECT_LE(q5_0, q4_0 * 0.75);
+  EXPECT_LE(q5_1, q4_0 * 0.75);
 }
 
 TEST(KquantModelTest, WrittenGgufReadsBackToTheSameMatrices) {
-  for (const char* quantization : {"q4_k", "q6_k"}) {
+  for (const char* quantization : {"q4_k", "q6_k", "q5_0", "q5_1"}) {
     WeightFormat format;
     ASSERT_TRUE(parse_quantization_flag(quantization, format).ok());
     auto source = open_model(kModel, LoadOptions{"", format});
@@ -68,7 +81,7 @@ TEST(KquantModelTest, WrittenGgufReadsBackToTheSameMatrices) {
       // (wq and wk are written with their rows permuted for llama.cpp's interleaved rope.)
       for (auto m : {&LayerWeights::wv, &LayerWeights::wo, &LayerWeights::w_gate, &LayerWeights::w_up,
                      &LayerWeights::w_down}) {
-        ASSERT_EQ((a.*m).dtype, format.quantization == Quantization::kQ4_K ? DType::kQ4_K : DType::kQ6_K);
+        ASSERT_EQ(lower(dtype_name((a.*m).dtype)), quantization);
         ASSERT_EQ((b.*m).dtype, (a.*m).dtype);
         ASSERT_EQ((b.*m).num_bytes(), (a.*m).num_bytes());
         EXPECT_EQ(std::memcmp((b.*m).data, (a.*m).data, static_cast<size_t>((a.*m).num_bytes())), 0)
