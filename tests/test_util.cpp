@@ -49,6 +49,20 @@ std::string shared_path(const std::string& rel) {
   return root + "/" + rel;
 }
 
+std::string model_cache_dir() {
+  const char* env = std::getenv("ZEROLAYER_MODEL_CACHE");
+  if (env != nullptr && *env != '\0') return env;
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/zerolayer";
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : "") + "/.cache/zerolayer";
+}
+
+std::string model_cache_path(const std::string& file) {
+  std::string path = model_cache_dir() + "/" + file;
+  return std::filesystem::is_regular_file(path) ? path : "";
+}
+
 std::string fake_nvml_path() { return ZL_FAKE_NVML_PATH; }
 
 std::string temp_dir() {

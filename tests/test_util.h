@@ -12,6 +12,12 @@ std::string golden_path(const std::string& rel);
 // $ZEROLAYER_SHARED_DIR/<rel> (default ../shared/<rel>), or "" when that folder is
 // missing (tests then skip).
 std::string shared_path(const std::string& rel);
+// A released model fetched by scripts/fetch_models.sh into
+// $ZEROLAYER_MODEL_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/zerolayer);
+// "" when it is not there (tests then skip, naming the path).
+std::string model_cache_path(const std::string& file);
+// Where model_cache_path looks, for skip messages.
+std::string model_cache_dir();
 // The fake libnvidia-ml of tests/core/fake_nvml.c (its values are listed there).
 std::string fake_nvml_path();
 // A fresh directory under $TMPDIR, removed at process exit.
