@@ -14,6 +14,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kUnimplemented: return "unsupported";
     case StatusCode::kOutOfRange: return "out of range";
     case StatusCode::kResourceExhausted: return "resource exhausted";
+    case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kInternal: return "internal error";
   }
   return "unknown";

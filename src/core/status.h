@@ -28,6 +28,7 @@ enum class StatusCode {
   kUnimplemented,      // valid, but not supported (architecture, dtype)
   kOutOfRange,         // e.g. a prompt longer than the context
   kResourceExhausted,  // out of memory or KV space
+  kUnavailable,        // a server could not be reached, or a transfer broke off (may succeed if retried)
   kInternal,
 };
 
@@ -83,6 +84,10 @@ Status out_of_range(const Args&... args) {
 template <typename... Args>
 Status resource_exhausted(const Args&... args) {
   return Status(StatusCode::kResourceExhausted, str_cat(args...));
+}
+template <typename... Args>
+Status unavailable(const Args&... args) {
+  return Status(StatusCode::kUnavailable, str_cat(args...));
 }
 template <typename... Args>
 Status internal_error(const Args&... args) {
