@@ -116,6 +116,7 @@ class Engine {
 
   struct ModelInfo {
     std::string name;                 // the model spec as given
+    std::string path;                 // the folder or .gguf file it was read from ("" for dummy models)
     bool is_directory = false;        // a Hugging Face folder (chat templates live there)
     std::string gguf_chat_template;   // tokenizer.chat_template from a GGUF file, if any
     int32_t vocab_size = 0;

@@ -160,6 +160,7 @@ Status Engine::Impl::load() {
   core = std::make_unique<EngineCore>(config, *model, *cache, std::move(eos), output.get());
   fingerprint = model_fingerprint(source);
   info.name = config.model;
+  info.path = source.path;
   info.is_directory = source.format == ModelFormat::kHuggingFace;
   info.gguf_chat_template = source.chat_template;
   info.vocab_size = mc.vocab_size;

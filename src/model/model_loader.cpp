@@ -69,6 +69,12 @@ Status open_gguf(const std::string& path, ModelSource& source) {
   return ok_status();
 }
 
+// The folder or file `spec` names.
+StatusOr<std::string> find_model_files(const std::string& spec) {
+  if (is_directory(spec) || file_exists(spec)) return spec;
+  return not_found("--model ", spec, ": no such file or directory (expected a model directory, a .gguf file or dummy:NAME)");
+}
+
 }  // namespace
 
 const char* model_format_name(ModelFormat format) {
@@ -86,12 +92,13 @@ StatusOr<ModelSource> open_model(const std::string& spec, const LoadOptions& opt
   source.weight_format = options.weight_format;
   if (spec.rfind(kDummyPrefix, 0) == 0) {
     ZL_RETURN_IF_ERROR(open_dummy(spec, source));
-  } else if (is_directory(spec)) {
-    ZL_RETURN_IF_ERROR(open_hf_dir(spec, source));
-  } else if (file_exists(spec)) {
-    ZL_RETURN_IF_ERROR(open_gguf(spec, source));
   } else {
-    return not_found("--model ", spec, ": no such file or directory (expected a model directory, a .gguf file or dummy:NAME)");
+    ZL_ASSIGN_OR_RETURN(source.path, find_model_files(spec));
+    if (is_directory(source.path)) {
+      ZL_RETURN_IF_ERROR(open_hf_dir(source.path, source));
+    } else {
+      ZL_RETURN_IF_ERROR(open_gguf(source.path, source));
+    }
   }
   if (!options.tokenizer_path.empty()) {
     auto tok = load_tokenizer(options.tokenizer_path);
@@ -111,10 +118,10 @@ StatusOr<ModelWeights> load_stored_weights(const ModelSource& source,
     case ModelFormat::kDummy:
       return dummy_weights(source.config, source.dummy_seed, source.weight_format);
     case ModelFormat::kHuggingFace:
-      return load_weights(source.config, source.tensors, TensorNaming::kHuggingFace, source.spec, progress,
+      return load_weights(source.config, source.tensors, TensorNaming::kHuggingFace, source.path, progress,
                           source.weight_format);
     case ModelFormat::kGguf:
-      return load_weights(source.config, source.tensors, TensorNaming::kGguf, source.spec, progress,
+      return load_weights(source.config, source.tensors, TensorNaming::kGguf, source.path, progress,
                           source.weight_format);
   }
   return internal_error("unknown model format");

@@ -32,6 +32,7 @@ const char* model_format_name(ModelFormat format);
 
 struct ModelSource {
   std::string spec;             // as given: a path or dummy:NAME
+  std::string path;             // the folder or .gguf file read ("" for dummy models)
   ModelFormat format = ModelFormat::kDummy;
   ModelConfig config;
   TensorIndex tensors;          // empty for dummy models

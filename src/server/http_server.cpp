@@ -353,7 +353,7 @@ void HttpServer::Impl::attach(Engine& e) {
   served_name = config.served_model_name.empty() ? info.name : config.served_model_name;
   created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   StatusOr<LoadedChatTemplate> loaded =
-      load_chat_template(info.name, config.tokenizer_path, info.gguf_chat_template, config.chat_template, &e.tokenizer());
+      load_chat_template(info.path, config.tokenizer_path, info.gguf_chat_template, config.chat_template, &e.tokenizer());
   if (loaded.ok()) {
     chat.chat_template = loaded->chat_template;
     chat.bos_token = loaded->bos_token;

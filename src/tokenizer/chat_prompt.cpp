@@ -23,11 +23,11 @@ std::string folder_of(const std::string& path) {
 
 }  // namespace
 
-StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_spec, const std::string& tokenizer_path,
+StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, const std::string& tokenizer_path,
                                                 const std::string& gguf_template, const std::string& override_template,
                                                 const Tokenizer* tokenizer) {
   ChatTemplateRequest request;
-  request.model_dir = folder_of(model_spec);
+  request.model_dir = folder_of(model_path);
   request.tokenizer_dir = folder_of(tokenizer_path);
   request.gguf_template = gguf_template;
   request.override_template = override_template;

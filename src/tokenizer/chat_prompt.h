@@ -27,10 +27,11 @@ struct LoadedChatTemplate {
 };
 
 // Resolves (resolve_chat_template's order) and parses the template of the
-// model `model_spec` (a HF folder, a file, a GGUF or dummy:...), with an
-// optional --tokenizer path, the GGUF's template text and an override
-// ("", "chatml" or a file).
-StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_spec, const std::string& tokenizer_path,
+// model read from `model_path` (a HF folder or a GGUF file: ModelSource::path,
+// where a Hub id resolved to; "" for dummy models), with an optional
+// --tokenizer path, the GGUF's template text and an override ("", "chatml"
+// or a file).
+StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, const std::string& tokenizer_path,
                                                 const std::string& gguf_template, const std::string& override_template,
                                                 const Tokenizer* tokenizer);
 

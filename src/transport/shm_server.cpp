@@ -182,7 +182,7 @@ class ShmSink : public EventSink {
 
 ShmServer::Impl::Impl(Engine& engine, std::unique_ptr<ShmSegment> segment, const ShmServerConfig& config)
     : engine_(engine), segment_(std::move(segment)), layout_(segment_->layout()),
-      chat_(load_chat_template(engine.model_info().name, config.tokenizer_path,
+      chat_(load_chat_template(engine.model_info().path, config.tokenizer_path,
                                engine.model_info().gguf_chat_template, config.chat_template, &engine.tokenizer())),
       end_of_turn_ids_(end_of_turn_token_ids(engine.tokenizer())),
       scratch_(std::make_unique<zl_shm_request>()) {

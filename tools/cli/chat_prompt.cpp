@@ -11,7 +11,7 @@ StatusOr<ChatPrompt> build_chat_prompt(const ModelFlags& flags, const std::strin
   load.tokenizer_path = flags.tokenizer;
   ZL_ASSIGN_OR_RETURN(ModelSource source, open_model(flags.model, load));
   if (!source.tokenizer) return source.tokenizer_status.ok() ? not_found(flags.model, ": no tokenizer") : source.tokenizer_status;
-  ZL_ASSIGN_OR_RETURN(LoadedChatTemplate loaded, load_chat_template(flags.model, flags.tokenizer, source.chat_template,
+  ZL_ASSIGN_OR_RETURN(LoadedChatTemplate loaded, load_chat_template(source.path, flags.tokenizer, source.chat_template,
                                                                     chat_template, source.tokenizer.get()));
   ChatTemplateOptions options;
   options.add_generation_prompt = true;

@@ -41,6 +41,7 @@ std::vector<std::string> find_mismatches(const ModelSource& s) {
 void print_summary(const ModelSource& s) {
   const ModelConfig& c = s.config;
   std::printf("model:        %s (%s)\n", s.spec.c_str(), model_format_name(s.format));
+  if (!s.path.empty() && s.path != s.spec) std::printf("files:        %s\n", s.path.c_str());
   std::printf("architecture: %s (%s)\n", c.arch.c_str(), c.source_arch.c_str());
   std::printf("parameters:   %.2fM in %zu tensors\n", config_num_params(c) / 1e6, s.tensors.size());
   std::map<std::string, int> types;
