@@ -6,6 +6,7 @@
 #include "model/dummy.h"
 #include "model/gguf.h"
 #include "model/hf_config.h"
+#include "model/hf_hub.h"
 #include "model/safetensors.h"
 
 namespace zl {
@@ -69,10 +70,19 @@ Status open_gguf(const std::string& path, ModelSource& source) {
   return ok_status();
 }
 
-// The folder or file `spec` names.
+// The folder or file `spec` names: an existing path as is, else a Hub id
+// resolved in (or downloaded into) the Hugging Face cache.
 StatusOr<std::string> find_model_files(const std::string& spec) {
   if (is_directory(spec) || file_exists(spec)) return spec;
-  return not_found("--model ", spec, ": no such file or directory (expected a model directory, a .gguf file or dummy:NAME)");
+  std::optional<HfModelId> id = parse_hf_model_id(spec);
+  if (!id) {
+    return not_found("--model ", spec, ": no such file or directory (expected a model directory, a .gguf file, ",
+                     "a Hugging Face id ORG/NAME[@REVISION][:QUANT] or dummy:NAME)");
+  }
+  ZL_ASSIGN_OR_RETURN(HfHubOptions options, hf_hub_options_from_env());
+  StatusOr<std::string> path = resolve_hf_model(*id, options);
+  if (!path.ok()) return path.status().with_prefix(str_cat("--model ", spec, " (no such path; as a Hugging Face id)"));
+  return path;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Opening a model by its spec: a Hugging Face model directory (config.json,
-// safetensors, tokenizer files), a GGUF file, or `dummy:NAME[:SEED]`.
+// safetensors, tokenizer files), a GGUF file, `dummy:NAME[:SEED]`, or a
+// Hugging Face Hub id (`ORG/NAME[@REVISION][:QUANT]`, model/hf_hub.h) that is
+// not an existing path: found in the hub cache, or downloaded into it.
 //
 // open_model reads and validates metadata, the tensor index and the tokenizer
 // without converting any weight (what `zerolayer check` needs); load_weights
@@ -31,8 +33,8 @@ enum class ModelFormat { kHuggingFace, kGguf, kDummy };
 const char* model_format_name(ModelFormat format);
 
 struct ModelSource {
-  std::string spec;             // as given: a path or dummy:NAME
-  std::string path;             // the folder or .gguf file read ("" for dummy models)
+  std::string spec;             // as given: a path, a Hub id or dummy:NAME
+  std::string path;             // the folder or .gguf file read: the spec, or where a Hub id resolved; "" for dummy
   ModelFormat format = ModelFormat::kDummy;
   ModelConfig config;
   TensorIndex tensors;          // empty for dummy models
