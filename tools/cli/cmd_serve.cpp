@@ -182,8 +182,9 @@ Command add_serve_command(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI API) and shared memory");
   add_model_flags(*cmd, f->model, /*model_required=*/false);
-  cmd->get_option("--model")->description(std::string("Model to serve (default: ") + kDefaultModel +
-                                          ", a built-in synthetic model)");
+  CLI::Option* model = cmd->get_option("--model");
+  model->description("Model to serve: " + model->get_description() + ". Default: " + kDefaultModel +
+                     ", a built-in synthetic model");
   server::HttpServerConfig& h = f->http;
   auto env = [](const char* name) { return std::string("ZEROLAYER_") + name; };
   cmd->add_option("--host", h.host, "Address to listen on")->envname(env("HOST"))->capture_default_str();
