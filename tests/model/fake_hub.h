@@ -1,6 +1,6 @@
 // A stand-in for the Hugging Face Hub on 127.0.0.1 (any free port), for the
 // hub tests: GET /api/models/{repo}/revision/{rev} lists a repo's files, and
-// HEAD/GET /{repo}/resolve/{commit}/{path} serves one with the Hub's headers
+// HEAD/GET /{repo}/resolve/{commit or branch}/{path} serves one with the Hub's headers
 // (ETag, or X-Linked-Etag and X-Linked-Size for LFS files), optionally as a
 // 302 to /cdn/... on another origin, with Range support, and optionally cut
 // short once (headers promise the whole body, the connection closes early).
@@ -203,6 +203,7 @@ class FakeHub {
     std::string commit = rest.substr(0, rest.find('/'));
     std::string path = decode(rest.substr(commit.size() + 1));
     auto repo = repos_.find(repo_name);
+    if (repo != repos_.end() && repo->second.branches.count(commit)) commit = repo->second.branches[commit];
     if (repo == repos_.end() || repo->second.commit != commit || !repo->second.files.count(path))
       return send_all(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
     File& file = repo->second.files[path];
