@@ -254,65 +254,59 @@ def randomize_(model, seed):
                 p.copy_(0.2 * noise)
 
 
-def to_legacy_config(path):
-    """Rewrite config.json from transformers-5 rope_parameters to the
-    transformers-4 rope_theta + rope_scaling layout."""
+def rewrite_config(path, edit):
+    """Load config.json, let edit(cfg) change it in place, write it back."""
     with open(path) as f:
         cfg = json.load(f)
-    rope = dict(cfg.pop("rope_parameters"))
-    cfg["rope_theta"] = rope.pop("rope_theta")
-    if rope.get("rope_type", "default") == "default":
-        cfg["rope_scaling"] = None
-    else:
-        cfg["rope_scaling"] = rope
+    edit(cfg)
     with open(path, "w") as f:
         json.dump(cfg, f, indent=2, sort_keys=True)
         f.write("\n")
+
+
+def to_legacy_config(path):
+    """Rewrite config.json from transformers-5 rope_parameters to the
+    transformers-4 rope_theta + rope_scaling layout."""
+    def edit(cfg):
+        rope = dict(cfg.pop("rope_parameters"))
+        cfg["rope_theta"] = rope.pop("rope_theta")
+        cfg["rope_scaling"] = None if rope.get("rope_type", "default") == "default" else rope
+    rewrite_config(path, edit)
 
 
 def to_gemma3_legacy_config(path, pattern):
     """Rewrite a Gemma 3 config.json from transformers 5's per-layer-kind
     rope_parameters and layer_types to transformers 4's rope_theta,
     rope_scaling, rope_local_base_freq and sliding_window_pattern."""
-    with open(path) as f:
-        cfg = json.load(f)
-    rope = cfg.pop("rope_parameters")
-    full = dict(rope["full_attention"])
-    cfg["rope_theta"] = full.pop("rope_theta")
-    cfg["rope_scaling"] = None if full.get("rope_type", "default") == "default" else full
-    cfg["rope_local_base_freq"] = rope["sliding_attention"]["rope_theta"]
-    del cfg["layer_types"]
-    cfg["sliding_window_pattern"] = pattern
-    with open(path, "w") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True)
-        f.write("\n")
+    def edit(cfg):
+        rope = cfg.pop("rope_parameters")
+        full = dict(rope["full_attention"])
+        cfg["rope_theta"] = full.pop("rope_theta")
+        cfg["rope_scaling"] = None if full.get("rope_type", "default") == "default" else full
+        cfg["rope_local_base_freq"] = rope["sliding_attention"]["rope_theta"]
+        del cfg["layer_types"]
+        cfg["sliding_window_pattern"] = pattern
+    rewrite_config(path, edit)
 
 
 def to_phi3_legacy_config(path):
     """Rewrite a Phi-3 config.json as transformers 4 wrote Phi-3 files:
     rope_theta and partial_rotary_factor at the top level, LongRoPE as
     rope_scaling {"type": "su", "short_factor", "long_factor", ...}."""
-    with open(path) as f:
-        cfg = json.load(f)
-    rope = dict(cfg.pop("rope_parameters"))
-    cfg["rope_theta"] = rope.pop("rope_theta")
-    cfg["partial_rotary_factor"] = rope.pop("partial_rotary_factor")
-    # transformers 5 wants original_max_position_embeddings in the dict too.
-    cfg["rope_scaling"] = {"type": "su", "short_factor": rope["short_factor"], "long_factor": rope["long_factor"],
-                           "original_max_position_embeddings": rope["original_max_position_embeddings"]}
-    with open(path, "w") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True)
-        f.write("\n")
+    def edit(cfg):
+        rope = dict(cfg.pop("rope_parameters"))
+        cfg["rope_theta"] = rope.pop("rope_theta")
+        cfg["partial_rotary_factor"] = rope.pop("partial_rotary_factor")
+        # transformers 5 wants original_max_position_embeddings in the dict too.
+        cfg["rope_scaling"] = {"type": "su", "short_factor": rope["short_factor"],
+                               "long_factor": rope["long_factor"],
+                               "original_max_position_embeddings": rope["original_max_position_embeddings"]}
+    rewrite_config(path, edit)
 
 
 def drop_config_key(path, key):
     """Remove one field of config.json (fields transformers 4 did not write)."""
-    with open(path) as f:
-        cfg = json.load(f)
-    del cfg[key]
-    with open(path, "w") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True)
-        f.write("\n")
+    rewrite_config(path, lambda cfg: cfg.pop(key))
 
 
 def write_json(path, obj):

@@ -46,11 +46,13 @@ const ArchDef* find_arch_by_gguf_name(std::string_view name) { return find_by(na
 std::string supported_hf_classes() { return list_of(&ArchDef::hf_class); }
 std::string supported_gguf_names() { return list_of(&ArchDef::gguf_name); }
 
-std::vector<LayerTensor> llama_layer_tensors(const ModelConfig& c) {
-  const int64_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim;
+namespace {
+
+// The attention's tensors every family here shares: q, k, v (with biases when
+// qkv_bias), q/k norms (qk_norm), o (with a bias when o_bias).
+void add_attention_tensors(const ModelConfig& c, std::vector<LayerTensor>& t) {
+  const int64_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim();
   using L = LayerWeights;
-  std::vector<LayerTensor> t;
-  t.push_back(LayerTensor::norm("input_layernorm.weight", "attn_norm.weight", dim, &L::attn_norm));
   t.push_back(LayerTensor::matrix("self_attn.q_proj.weight", "attn_q.weight", q, dim, &L::wq));
   t.push_back(LayerTensor::matrix("self_attn.k_proj.weight", "attn_k.weight", kv, dim, &L::wk));
   t.push_back(LayerTensor::matrix("self_attn.v_proj.weight", "attn_v.weight", kv, dim, &L::wv));
@@ -65,41 +67,42 @@ std::vector<LayerTensor> llama_layer_tensors(const ModelConfig& c) {
   }
   t.push_back(LayerTensor::matrix("self_attn.o_proj.weight", "attn_output.weight", dim, q, &L::wo));
   if (c.o_bias) t.push_back(LayerTensor::bias("self_attn.o_proj.bias", "attn_output.bias", dim, &L::bo));
-  t.push_back(LayerTensor::norm("post_attention_layernorm.weight", "ffn_norm.weight", dim, &L::ffn_norm));
+}
+
+// The gated MLP's gate, up and down projections.
+void add_mlp_tensors(const ModelConfig& c, std::vector<LayerTensor>& t) {
+  const int64_t dim = c.dim, hidden = c.hidden_dim;
+  using L = LayerWeights;
   t.push_back(LayerTensor::matrix("mlp.gate_proj.weight", "ffn_gate.weight", hidden, dim, &L::w_gate));
   t.push_back(LayerTensor::matrix("mlp.up_proj.weight", "ffn_up.weight", hidden, dim, &L::w_up));
   t.push_back(LayerTensor::matrix("mlp.down_proj.weight", "ffn_down.weight", dim, hidden, &L::w_down));
+}
+
+}  // namespace
+
+std::vector<LayerTensor> llama_layer_tensors(const ModelConfig& c) {
+  using L = LayerWeights;
+  std::vector<LayerTensor> t;
+  t.push_back(LayerTensor::norm("input_layernorm.weight", "attn_norm.weight", c.dim, &L::attn_norm));
+  add_attention_tensors(c, t);
+  t.push_back(LayerTensor::norm("post_attention_layernorm.weight", "ffn_norm.weight", c.dim, &L::ffn_norm));
+  add_mlp_tensors(c, t);
   return t;
 }
 
 std::vector<LayerTensor> gemma_layer_tensors(const ModelConfig& c) {
-  const int64_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim;
   using L = LayerWeights;
   std::vector<LayerTensor> t;
-  t.push_back(LayerTensor::norm("input_layernorm.weight", "attn_norm.weight", dim, &L::attn_norm));
-  t.push_back(LayerTensor::matrix("self_attn.q_proj.weight", "attn_q.weight", q, dim, &L::wq));
-  t.push_back(LayerTensor::matrix("self_attn.k_proj.weight", "attn_k.weight", kv, dim, &L::wk));
-  t.push_back(LayerTensor::matrix("self_attn.v_proj.weight", "attn_v.weight", kv, dim, &L::wv));
-  if (c.qkv_bias) {
-    t.push_back(LayerTensor::bias("self_attn.q_proj.bias", "attn_q.bias", q, &L::bq));
-    t.push_back(LayerTensor::bias("self_attn.k_proj.bias", "attn_k.bias", kv, &L::bk));
-    t.push_back(LayerTensor::bias("self_attn.v_proj.bias", "attn_v.bias", kv, &L::bv));
-  }
-  if (c.qk_norm) {
-    t.push_back(LayerTensor::norm("self_attn.q_norm.weight", "attn_q_norm.weight", c.head_dim, &L::q_norm));
-    t.push_back(LayerTensor::norm("self_attn.k_norm.weight", "attn_k_norm.weight", c.head_dim, &L::k_norm));
-  }
-  t.push_back(LayerTensor::matrix("self_attn.o_proj.weight", "attn_output.weight", dim, q, &L::wo));
-  if (c.o_bias) t.push_back(LayerTensor::bias("self_attn.o_proj.bias", "attn_output.bias", dim, &L::bo));
+  t.push_back(LayerTensor::norm("input_layernorm.weight", "attn_norm.weight", c.dim, &L::attn_norm));
+  add_attention_tensors(c, t);
   // Gemma's post_attention_layernorm is the norm *after* attention; the MLP's
   // input norm is pre_feedforward_layernorm (GGUF: ffn_norm).
-  t.push_back(LayerTensor::norm("post_attention_layernorm.weight", "post_attention_norm.weight", dim,
+  t.push_back(LayerTensor::norm("post_attention_layernorm.weight", "post_attention_norm.weight", c.dim,
                                 &L::post_attn_norm));
-  t.push_back(LayerTensor::norm("pre_feedforward_layernorm.weight", "ffn_norm.weight", dim, &L::ffn_norm));
-  t.push_back(LayerTensor::matrix("mlp.gate_proj.weight", "ffn_gate.weight", hidden, dim, &L::w_gate));
-  t.push_back(LayerTensor::matrix("mlp.up_proj.weight", "ffn_up.weight", hidden, dim, &L::w_up));
-  t.push_back(LayerTensor::matrix("mlp.down_proj.weight", "ffn_down.weight", dim, hidden, &L::w_down));
-  t.push_back(LayerTensor::norm("post_feedforward_layernorm.weight", "post_ffw_norm.weight", dim, &L::post_ffn_norm));
+  t.push_back(LayerTensor::norm("pre_feedforward_layernorm.weight", "ffn_norm.weight", c.dim, &L::ffn_norm));
+  add_mlp_tensors(c, t);
+  t.push_back(
+      LayerTensor::norm("post_feedforward_layernorm.weight", "post_ffw_norm.weight", c.dim, &L::post_ffn_norm));
   return t;
 }
 
