@@ -148,10 +148,11 @@ ZL_AVX512 void attend_avx512(const AttentionArgs& a, int64_t token, int32_t head
   const int32_t first = first_position(a, pos);
   for (int32_t p0 = first / 16 * 16; p0 <= pos; p0 += 16) {
     const int32_t n = std::min(16, pos + 1 - p0);
+    const int32_t j0 = std::max(0, first - p0);  // the chunk's first position inside the window
     const float* k_rows[16];
     const float* v_rows[16];
     chunk_rows(a, blocks, p0, n, kv_offset, k_rows, v_rows);
-    const __mmask16 valid = static_cast<__mmask16>(tail_mask(n) & ~tail_mask(std::max(0, first - p0)));
+    const __mmask16 valid = static_cast<__mmask16>(tail_mask(n) & ~tail_mask(j0));
     alignas(64) float weights[NQ][16];
     __m512 dots[NQ][16];
     for (int h = 0; h < NQ; ++h)
@@ -186,15 +187,16 @@ ZL_AVX512 void attend_avx512(const AttentionArgs& a, int64_t token, int32_t head
     }
     // acc[h][i] += weights[h][j] x V[j] for j = 0, 1, ..: position by position
     // in both loop orders (registers: positions outer; memory: vectors outer).
+    // Positions before the window are not read (their weights are 0).
     if constexpr (HD16 > 0) {
-      for (int32_t j = 0; j < n; ++j)
+      for (int32_t j = j0; j < n; ++j)
         for (int32_t i = 0; i < HD16; ++i) {
           const __m512 vj = _mm512_loadu_ps(v_rows[j] + 16 * i);
           for (int h = 0; h < NQ; ++h) acc[h][i] = _mm512_fmadd_ps(_mm512_set1_ps(weights[h][j]), vj, acc[h][i]);
         }
     } else {
       for (int32_t i = 0; i < nv; ++i)
-        for (int32_t j = 0; j < n; ++j)
+        for (int32_t j = j0; j < n; ++j)
           acc[0][i] = _mm512_fmadd_ps(_mm512_set1_ps(weights[0][j]), load_d<HD16>(v_rows[j], 16 * i, hd), acc[0][i]);
     }
   }
