@@ -228,7 +228,10 @@ class SpmTokenizer final : public Tokenizer {
   // HF LlamaTokenizer with legacy=false (see the top of the file).
   void encode_non_legacy(std::string_view text, std::vector<int32_t>* ids) const {
     if (text.empty()) return;
-    std::string prefixed = add_prefix_space_ ? std::string(kSpaceSymbol) : "";
+    // tokenizer.json's Metaspace (prepend_scheme "first") prepends "▁" only
+    // when the text does not already start with a space (or "▁").
+    const bool starts_spaced = text.front() == ' ' || text.starts_with(kSpaceSymbol);
+    std::string prefixed = add_prefix_space_ && !starts_spaced ? std::string(kSpaceSymbol) : "";
     prefixed += text;
     size_t first_id = ids->size();
     bool lone_prefix = false;
