@@ -31,6 +31,19 @@ void store_q5_codes(const uint8_t* codes, uint8_t* qh_qs) {
   for (int j = 0; j < 16; ++j) qh_qs[4 + j] = static_cast<uint8_t>((codes[j] & 0x0f) | (codes[j + 16] & 0x0f) << 4);
 }
 
+// The value of largest magnitude in a block of 32, with its sign (the first
+// such on ties, as ggml's reference quantizers pick it).
+float signed_absmax(const float* x) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
 }  // namespace
 
 void quantize_row_q8_0(const float* src, uint8_t* dst, int64_t n) {
@@ -49,14 +62,7 @@ void quantize_row_q4_0(const float* src, uint8_t* dst, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, dst += 18) {
     const float* x = src + b * 32;
     // The value of largest magnitude, with its sign, maps to -8.
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < 32; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
+    const float d = signed_absmax(x) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     store_f16(d, dst);
     for (int j = 0; j < 16; ++j) {
@@ -71,14 +77,7 @@ void quantize_row_q5_0(const float* src, uint8_t* dst, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, dst += 22) {
     const float* x = src + b * 32;
     // As Q4_0: the value of largest magnitude, with its sign, maps to -16.
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < 32; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -16.0f;
+    const float d = signed_absmax(x) / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     store_f16(d, dst);
     uint8_t codes[32];
