@@ -30,6 +30,7 @@
 
 #include "model/llama.h"
 #include "model/model_loader.h"
+#include "prompt_logits.h"
 #include "test_util.h"
 
 namespace zl {
@@ -73,16 +74,10 @@ TEST_P(LlamaCppGgufTest, GreedyStepsAndTop5MatchLlamaCpp) {
   const double tolerance = !q8_0 ? 2e-2 : gelu ? 0.15 : 1e-3;
 
   std::vector<float> logits(static_cast<size_t>(vocab));
-  int32_t pos = 0;
+  test::TeacherForcedRun run(model, **cache, blocks, prompt, greedy);
   double worst = 0.0, min_margin = INFINITY;
   for (size_t step = 0; step < steps.size(); ++step) {
-    // Step 0 reads the prompt's last row; step k > 0 feeds llama.cpp's token k - 1.
-    std::vector<int32_t> tokens = step == 0 ? prompt : std::vector<int32_t>{greedy[step - 1]};
-    const int32_t n = static_cast<int32_t>(tokens.size());
-    SeqChunk chunk{0, n, pos, blocks};
-    const int32_t row = n - 1;
-    ASSERT_TRUE(model.forward({tokens, {&chunk, 1}, {&row, 1}}, **cache, logits.data()).ok());
-    pos += n;
+    ASSERT_TRUE(run.step(step, logits.data()).ok());
     const std::vector<double> ours = log_softmax(logits.data(), vocab);
     const nlohmann::json& want = steps[step];
     const auto top1 = static_cast<int32_t>(std::max_element(ours.begin(), ours.end()) - ours.begin());

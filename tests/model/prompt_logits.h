@@ -38,4 +38,30 @@ inline std::vector<float> prompt_logits(const std::string& spec, const WeightFor
   return logits;
 }
 
+// One sequence taught another engine's greedy run: step k feeds the prompt
+// (k = 0) or the other engine's token k - 1 at the next positions, through a
+// scattered block table, and writes the last row's logits: [vocab_size].
+class TeacherForcedRun {
+ public:
+  TeacherForcedRun(LlamaModel& model, KvCache& cache, std::vector<int32_t> blocks, std::vector<int32_t> prompt,
+                   std::vector<int32_t> greedy)
+      : model_(model), cache_(cache), blocks_(std::move(blocks)), prompt_(std::move(prompt)),
+        greedy_(std::move(greedy)) {}
+
+  Status step(size_t k, float* logits) {
+    const std::vector<int32_t> tokens = k == 0 ? prompt_ : std::vector<int32_t>{greedy_[k - 1]};
+    const int32_t n = static_cast<int32_t>(tokens.size());
+    SeqChunk chunk{0, n, pos_, blocks_};
+    const int32_t row = n - 1;
+    pos_ += n;
+    return model_.forward({tokens, {&chunk, 1}, {&row, 1}}, cache_, logits);
+  }
+
+ private:
+  LlamaModel& model_;
+  KvCache& cache_;
+  const std::vector<int32_t> blocks_, prompt_, greedy_;
+  int32_t pos_ = 0;
+};
+
 }  // namespace zl::test

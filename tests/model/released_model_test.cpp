@@ -21,6 +21,7 @@
 
 #include "model/llama.h"
 #include "model/model_loader.h"
+#include "prompt_logits.h"
 #include "test_util.h"
 
 namespace zl {
@@ -58,14 +59,10 @@ TEST(ReleasedModelTest, Gemma3GreedyStepsMatchLlamaCpp) {
     EXPECT_EQ(source->tokenizer->encode(text), prompt) << text;
     const auto greedy = run["greedy_ids"].get<std::vector<int32_t>>();
     const auto margins = run["margins"].get<std::vector<double>>();
-    int32_t pos = 0, num_checked = 0, num_same = 0;
+    test::TeacherForcedRun forced(model, **cache, blocks, prompt, greedy);
+    int32_t num_checked = 0, num_same = 0;
     for (size_t step = 0; step < greedy.size(); ++step) {
-      std::vector<int32_t> tokens = step == 0 ? prompt : std::vector<int32_t>{greedy[step - 1]};
-      const int32_t n = static_cast<int32_t>(tokens.size());
-      SeqChunk chunk{0, n, pos, blocks};
-      const int32_t row = n - 1;
-      ASSERT_TRUE(model.forward({tokens, {&chunk, 1}, {&row, 1}}, **cache, logits.data()).ok());
-      pos += n;
+      ASSERT_TRUE(forced.step(step, logits.data()).ok());
       const auto top = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       num_same += top == greedy[step];
       if (margins[step] < kMinMargin) continue;
