@@ -69,6 +69,15 @@ void add_attention_tensors(const ModelConfig& c, std::vector<LayerTensor>& t) {
   if (c.o_bias) t.push_back(LayerTensor::bias("self_attn.o_proj.bias", "attn_output.bias", dim, &L::bo));
 }
 
+// sliding_window as transformers reads it: `absent` (the family's default)
+// when the field is missing, 0 (none) when it is null.
+StatusOr<int32_t> read_hf_window(const HfFields& f, int32_t absent) {
+  if (!f.has_key("sliding_window")) return absent;
+  ZL_ASSIGN_OR_RETURN(int32_t window, f.get_i32("sliding_window", 0));
+  if (window < 0) return f.refuse("sliding_window", "must be positive or null");
+  return window;
+}
+
 // The gated MLP's gate, up and down projections.
 void add_mlp_tensors(const ModelConfig& c, std::vector<LayerTensor>& t) {
   const int64_t dim = c.dim, hidden = c.hidden_dim;
@@ -128,11 +137,7 @@ Status read_hf_gemma_common(const HfFields& f, int32_t default_pattern, ModelCon
   ZL_ASSIGN_OR_RETURN(bool bidirectional, f.get_bool("use_bidirectional_attention", false));
   if (bidirectional) return f.refuse("use_bidirectional_attention", "only causal attention is implemented");
 
-  int32_t window = 4096;  // transformers' default when absent; null: none
-  if (f.has_key("sliding_window")) {
-    ZL_ASSIGN_OR_RETURN(window, f.get_i32("sliding_window", 0));
-  }
-  if (window < 0) return f.refuse("sliding_window", "must be positive or null");
+  ZL_ASSIGN_OR_RETURN(int32_t window, read_hf_window(f, 4096));
   ZL_ASSIGN_OR_RETURN(int32_t pattern, f.get_i32("sliding_window_pattern", default_pattern));
   if (pattern <= 0) return f.refuse("sliding_window_pattern", "must be positive");
   ZL_ASSIGN_OR_RETURN(bool listed, read_hf_layer_types(f, window, c));
@@ -179,11 +184,7 @@ void read_gguf_biases(const GgufFields& f, ModelConfig& c) {
 }
 
 Status read_hf_sliding_window_all_layers(const HfFields& f, int32_t default_window, ModelConfig& c) {
-  int32_t window = default_window;
-  if (f.has_key("sliding_window")) {
-    ZL_ASSIGN_OR_RETURN(window, f.get_i32("sliding_window", 0));
-  }
-  if (window < 0) return f.refuse("sliding_window", "must be positive or null");
+  ZL_ASSIGN_OR_RETURN(int32_t window, read_hf_window(f, default_window));
   c.sliding_window = window;
   c.layer_sliding.assign(window > 0 ? static_cast<size_t>(c.num_layers) : 0, 1);
   return ok_status();
@@ -208,11 +209,7 @@ StatusOr<bool> read_hf_layer_types(const HfFields& f, int32_t window, ModelConfi
 
 Status read_hf_qwen_sliding_window(const HfFields& f, ModelConfig& c) {
   ZL_ASSIGN_OR_RETURN(bool use_window, f.get_bool("use_sliding_window", false));
-  int32_t window = 4096;  // transformers' default when the field is absent
-  if (f.has_key("sliding_window")) {
-    ZL_ASSIGN_OR_RETURN(window, f.get_i32("sliding_window", 0));
-  }
-  if (window < 0) return f.refuse("sliding_window", "must be positive or null");
+  ZL_ASSIGN_OR_RETURN(int32_t window, read_hf_window(f, 4096));
   if (!use_window) window = 0;
   ZL_ASSIGN_OR_RETURN(int32_t first_windowed, f.get_i32("max_window_layers", 28));
   ZL_ASSIGN_OR_RETURN(bool listed, read_hf_layer_types(f, window, c));
