@@ -4,32 +4,44 @@
 
 namespace zl {
 
+int64_t KvCache::block_bytes(const ModelConfig& config, int32_t block_size, int32_t num_layers) {
+  return int64_t{2} * num_layers * block_size * config.kv_dim() * int64_t{sizeof(float)};
+}
+
+void KvCache::lay_out(const ModelConfig& config, int32_t num_blocks, int32_t block_size, int32_t num_window_slots) {
+  num_blocks_ = num_blocks;
+  block_size_ = block_size;
+  kv_dim_ = config.kv_dim();
+  bool any_window = false;
+  for (int32_t layer = 0; layer < config.num_layers; ++layer) any_window |= config.layer_window(layer) > 0;
+  num_window_slots_ = any_window ? num_window_slots : 0;
+  total_floats_ = 0;
+  for (int32_t layer = 0; layer < config.num_layers; ++layer) {
+    const bool windowed = num_window_slots_ > 0 && config.layer_window(layer) > 0;
+    windowed_.push_back(windowed ? 1 : 0);
+    offset_.push_back(total_floats_);
+    total_floats_ += int64_t{windowed ? num_window_slots_ : num_blocks} * block_size * kv_dim_;
+  }
+}
+
 StatusOr<std::unique_ptr<KvCache>> KvCache::create(const ModelConfig& config, int32_t num_blocks,
-                                                   int32_t block_size) {
-  if (num_blocks <= 0 || block_size <= 0)
+                                                   int32_t block_size, int32_t num_window_slots) {
+  if (num_blocks <= 0 || block_size <= 0 || num_window_slots < 0)
     return invalid_argument("KV cache needs positive num_blocks and block_size, got ", num_blocks,
-                            " and ", block_size);
+                            " and ", block_size, " (window slots ", num_window_slots, ")");
   std::unique_ptr<KvCache> cache(new KvCache());
-  cache->num_blocks_ = num_blocks;
-  cache->block_size_ = block_size;
-  cache->kv_dim_ = config.kv_dim();
-  cache->num_layers_ = config.num_layers;
-  cache->layer_stride_ = int64_t{num_blocks} * block_size * config.kv_dim();
-  size_t total = static_cast<size_t>(cache->layer_stride_) * static_cast<size_t>(config.num_layers);
-  cache->k_ = allocate_huge_buffer(total * sizeof(float));
-  cache->v_ = allocate_huge_buffer(total * sizeof(float));
-  if (!cache->k_ || !cache->v_)
-    return resource_exhausted("cannot allocate a KV cache of ", 2 * total * sizeof(float), " bytes");
+  cache->lay_out(config, num_blocks, block_size, num_window_slots);
+  const size_t bytes = static_cast<size_t>(cache->total_floats_) * sizeof(float);
+  cache->k_ = allocate_huge_buffer(bytes);
+  cache->v_ = allocate_huge_buffer(bytes);
+  if (!cache->k_ || !cache->v_) return resource_exhausted("cannot allocate a KV cache of ", 2 * bytes, " bytes");
   return cache;
 }
 
 std::unique_ptr<KvCache> KvCache::create_external(const ModelConfig& config, int32_t num_blocks, int32_t block_size,
                                                   std::function<void(int32_t, int32_t)> copy_block) {
   std::unique_ptr<KvCache> cache(new KvCache());
-  cache->num_blocks_ = num_blocks;
-  cache->block_size_ = block_size;
-  cache->kv_dim_ = config.kv_dim();
-  cache->num_layers_ = config.num_layers;
+  cache->lay_out(config, num_blocks, block_size, 0);
   cache->external_copy_ = std::move(copy_block);
   return cache;
 }
@@ -37,9 +49,11 @@ std::unique_ptr<KvCache> KvCache::create_external(const ModelConfig& config, int
 void KvCache::copy_block(int32_t src, int32_t dst) {
   if (external_copy_) return external_copy_(src, dst);
   const int64_t block_floats = int64_t{block_size_} * kv_dim_;
-  for (int32_t layer = 0; layer < num_layers_; ++layer) {
-    std::memcpy(k(layer) + dst * block_floats, k(layer) + src * block_floats, sizeof(float) * block_floats);
-    std::memcpy(v(layer) + dst * block_floats, v(layer) + src * block_floats, sizeof(float) * block_floats);
+  for (size_t layer = 0; layer < offset_.size(); ++layer) {
+    if (windowed_[layer]) continue;
+    const int32_t l = static_cast<int32_t>(layer);
+    std::memcpy(k(l) + dst * block_floats, k(l) + src * block_floats, sizeof(float) * block_floats);
+    std::memcpy(v(l) + dst * block_floats, v(l) + src * block_floats, sizeof(float) * block_floats);
   }
 }
 

@@ -3,11 +3,18 @@
 // the engine's block manager); a sequence hands the forward pass its block
 // table, and position p of that sequence lives in block table[p / block_size],
 // row p % block_size.
+//
+// With window slots (num_window_slots > 0), the sliding-window layers keep
+// their KV apart, in an arena of that many blocks: a sequence hands those
+// layers a second table (the engine's engine/window_slots.h), whose entries
+// are needed only for the blocks within the window. Without, every layer
+// uses the block table.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/huge_buffer.h"
 #include "core/status.h"
@@ -17,9 +24,13 @@ namespace zl {
 
 class KvCache {
  public:
-  // Allocates num_blocks blocks of block_size tokens for every layer.
+  // Allocates num_blocks blocks of block_size tokens for every layer, or
+  // for the full-attention layers only and num_window_slots blocks for the
+  // windowed ones (when the model has any and num_window_slots > 0).
   static StatusOr<std::unique_ptr<KvCache>> create(const ModelConfig& config, int32_t num_blocks,
-                                                   int32_t block_size);
+                                                   int32_t block_size, int32_t num_window_slots = 0);
+  // Bytes of one block of keys and values over `num_layers` layers (f32).
+  static int64_t block_bytes(const ModelConfig& config, int32_t block_size, int32_t num_layers);
   // A pool whose memory lives elsewhere (a CUDA device): block ids and sizes
   // only; k() and v() are null and copy_block calls `copy_block`.
   static std::unique_ptr<KvCache> create_external(const ModelConfig& config, int32_t num_blocks, int32_t block_size,
@@ -28,17 +39,27 @@ class KvCache {
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
   int32_t kv_dim() const { return kv_dim_; }
-  // [num_blocks, block_size, kv_dim] for one layer.
-  float* k(int32_t layer) { return k_ ? static_cast<float*>(k_.get()) + layer * layer_stride_ : nullptr; }
-  float* v(int32_t layer) { return v_ ? static_cast<float*>(v_.get()) + layer * layer_stride_ : nullptr; }
-  // Copies one block's keys and values, in every layer (KV compaction).
+  int32_t num_window_slots() const { return num_window_slots_; }
+  // Whether `layer` reads the window table rather than the block table.
+  bool uses_window_table(int32_t layer) const { return windowed_[static_cast<size_t>(layer)] != 0; }
+  // [num_blocks or num_window_slots, block_size, kv_dim] for one layer.
+  float* k(int32_t layer) { return k_ ? static_cast<float*>(k_.get()) + offset_[static_cast<size_t>(layer)] : nullptr; }
+  float* v(int32_t layer) { return v_ ? static_cast<float*>(v_.get()) + offset_[static_cast<size_t>(layer)] : nullptr; }
+  // Copies one block's keys and values, in every layer that uses the block
+  // table (KV compaction).
   void copy_block(int32_t src, int32_t dst);
 
  private:
   KvCache() = default;
-  int32_t num_blocks_ = 0, block_size_ = 0, kv_dim_ = 0, num_layers_ = 0;
-  int64_t layer_stride_ = 0;  // num_blocks * block_size * kv_dim
-  HugeBuffer k_;  // f32 [num_layers, num_blocks, block_size, kv_dim]
+  void lay_out(const ModelConfig& config, int32_t num_blocks, int32_t block_size, int32_t num_window_slots);
+
+  int32_t num_blocks_ = 0, block_size_ = 0, kv_dim_ = 0, num_window_slots_ = 0;
+  std::vector<uint8_t> windowed_;  // [num_layers] 1: the layer's KV is in window slots
+  std::vector<int64_t> offset_;    // [num_layers] floats before the layer's arena
+  int64_t total_floats_ = 0;
+  // f32: each layer's [num_blocks or num_window_slots, block_size, kv_dim],
+  // one after another.
+  HugeBuffer k_;
   HugeBuffer v_;  // same
   std::function<void(int32_t, int32_t)> external_copy_;  // set for external storage
 };

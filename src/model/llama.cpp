@@ -26,6 +26,7 @@ struct LlamaModel::Buffers {
   std::vector<float> up;      // [T, hidden_dim]
   std::vector<int32_t> positions;            // [T]
   std::vector<const int32_t*> block_tables;  // [T] the token's sequence's table
+  std::vector<const int32_t*> window_tables; // [T] its window table (cache with window slots)
 };
 
 // Runs fn(begin, end) over ranges of the step's tokens: on the pool for a
@@ -102,6 +103,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, const ModelWeights& weights, T
   buf_->up.resize(t * config.hidden_dim);
   buf_->positions.resize(t);
   buf_->block_tables.resize(t);
+  buf_->window_tables.resize(t);
 }
 
 LlamaModel::~LlamaModel() = default;
@@ -129,10 +131,29 @@ Status LlamaModel::validate(const ForwardBatch& batch, const KvCache& cache) con
       return invalid_argument("forward: block table too short for position ", end_pos - 1);
     for (int32_t b : s.block_table)
       if (b < 0 || b >= cache.num_blocks()) return invalid_argument("forward: block id ", b, " out of range");
+    ZL_RETURN_IF_ERROR(validate_window_table(s, cache));
   }
   if (next != num_tokens) return invalid_argument("forward: sequence chunks must cover the batch");
   for (int32_t row : batch.logit_rows)
     if (row < 0 || row >= num_tokens) return invalid_argument("forward: logit row ", row, " out of range");
+  return ok_status();
+}
+
+// The entries the chunk's windowed layers read: blocks from that of
+// start_pos - window + 1 (rounded down to a multiple of 16 positions, where
+// the AVX-512 kernel starts its masked chunks) to that of its last position.
+Status LlamaModel::validate_window_table(const SeqChunk& s, const KvCache& cache) const {
+  if (cache.num_window_slots() == 0) return ok_status();
+  const int64_t end_pos = int64_t{s.start_pos} + s.num_tokens;
+  const int32_t window = config_.sliding_window;
+  const int64_t first = (s.start_pos >= window ? (s.start_pos - window + 1) / 16 * 16 : 0) / cache.block_size();
+  const int64_t last = (end_pos - 1) / cache.block_size();
+  if (static_cast<int64_t>(s.window_table.size()) <= last)
+    return invalid_argument("forward: window table too short for position ", end_pos - 1);
+  for (int64_t i = first; i <= last; ++i) {
+    const int32_t slot = s.window_table[static_cast<size_t>(i)];
+    if (slot < 0 || slot >= cache.num_window_slots()) return invalid_argument("forward: window slot ", slot, " out of range");
+  }
   return ok_status();
 }
 
@@ -151,6 +172,7 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   float* k_cache = cache.k(layer);
   float* v_cache = cache.v(layer);
   const int32_t window = c.layer_window(layer);
+  const int32_t* const* tables = cache.uses_window_table(layer) ? b.window_tables.data() : b.block_tables.data();
   const float* inv_freq = window > 0 && !inv_freq_sliding_.empty() ? inv_freq_sliding_.data() : inv_freq_.data();
   for_token_ranges(pool_, num_tokens, c.q_dim() + 2 * kv_dim, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
@@ -165,7 +187,7 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
                     c.rope_scaling.attention_factor);
       cpu::rope_f32(&b.k[t * kv_dim], c.num_kv_heads, c.head_dim, pos, inv_freq, c.rope_interleaved, c.rope_dim(),
                     c.rope_scaling.attention_factor);
-      int64_t row = int64_t{b.block_tables[static_cast<size_t>(t)][pos / cache.block_size()]} *
+      int64_t row = int64_t{tables[t][pos / cache.block_size()]} *
                         cache.block_size() + pos % cache.block_size();
       std::memcpy(k_cache + row * kv_dim, &b.k[t * kv_dim], sizeof(float) * kv_dim);
       std::memcpy(v_cache + row * kv_dim, &b.v[t * kv_dim], sizeof(float) * kv_dim);
@@ -178,7 +200,7 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   args.k_cache = k_cache;
   args.v_cache = v_cache;
   args.positions = b.positions.data();
-  args.block_tables = b.block_tables.data();
+  args.block_tables = tables;
   args.num_tokens = num_tokens;
   args.num_heads = c.num_heads;
   args.num_kv_heads = c.num_kv_heads;
@@ -258,6 +280,7 @@ void LlamaModel::forward_cpu(const ForwardBatch& batch, KvCache& cache, float* l
     for (int32_t i = 0; i < s.num_tokens; ++i) {
       b.positions[static_cast<size_t>(s.token_begin + i)] = s.start_pos + i;
       b.block_tables[static_cast<size_t>(s.token_begin + i)] = s.block_table.data();
+      b.window_tables[static_cast<size_t>(s.token_begin + i)] = s.window_table.data();
     }
   }
   for (int64_t t = 0; t < num_tokens; ++t) {

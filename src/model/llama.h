@@ -26,12 +26,15 @@ namespace zl {
 // The part of one sequence in a batch: tokens [token_begin, token_begin +
 // num_tokens) of the batch, at positions start_pos, start_pos + 1, ...
 // (start_pos = tokens already in its KV memory). block_table must cover
-// positions [0, start_pos + num_tokens).
+// positions [0, start_pos + num_tokens). With a cache of window slots,
+// window_table covers them too, its entries valid from the block of the first
+// position the chunk's windows reach (start_pos - window + 1).
 struct SeqChunk {
   int32_t token_begin = 0;
   int32_t num_tokens = 0;
   int32_t start_pos = 0;
   std::span<const int32_t> block_table;
+  std::span<const int32_t> window_table;
 };
 
 struct ForwardBatch {
@@ -67,6 +70,7 @@ class LlamaModel {
 
  private:
   Status validate(const ForwardBatch& batch, const KvCache& cache) const;
+  Status validate_window_table(const SeqChunk& chunk, const KvCache& cache) const;
   void forward_cpu(const ForwardBatch& batch, KvCache& cache, float* logits);
   void attention_block(int32_t layer, int64_t num_tokens, KvCache& cache);
   void mlp_block(int32_t layer, int64_t num_tokens);
