@@ -348,7 +348,7 @@ bool KvPool::can_ever_fit(int32_t max_total_tokens) const {
 }
 
 AdmitOutcome KvPool::admit(std::span<const int32_t> prompt, int32_t max_total_tokens,
-                           const BlockSignature& salt, SeqBlocks* out) {
+                           const BlockSignature& salt, SeqBlocks* out, const PrefixCheck* check) {
   CHECK(out != nullptr && out->table.empty()) << "admit into a SeqBlocks that holds blocks";
   CHECK(!prompt.empty()) << "admit of an empty prompt";
   CHECK(static_cast<int64_t>(prompt.size()) <= max_total_tokens)
@@ -373,6 +373,12 @@ AdmitOutcome KvPool::admit(std::span<const int32_t> prompt, int32_t max_total_to
     last_signature = signature;
   }
   int32_t num_prefix_blocks = static_cast<int32_t>(out->table.size());
+  if (check != nullptr && num_prefix_blocks > 0) {
+    num_prefix_blocks = check->usable_prefix_blocks(out->table);
+    out->table.resize(static_cast<size_t>(num_prefix_blocks));
+    last_signature = num_prefix_blocks > 0 ? p.blocks[static_cast<size_t>(out->table.back())].signature : BlockSignature{};
+    if (num_prefix_blocks == 0) root_signature = BlockSignature{};
+  }
 
   bool placed = false;
   switch (config_.policy) {

@@ -95,6 +95,17 @@ enum class AdmitOutcome {
   kNeverFits,    // needs more blocks than the whole pool
 };
 
+// What else a reused prefix needs (engine/window_slots.h: the window layers'
+// KV of its last blocks). admit() offers the blocks of the longest cached
+// chain and reuses the first usable_prefix_blocks() of them.
+class PrefixCheck {
+ public:
+  virtual int32_t usable_prefix_blocks(std::span<const int32_t> prefix_blocks) const = 0;
+
+ protected:
+  ~PrefixCheck() = default;
+};
+
 // One step of compaction: the KV data of block src must be copied to dst.
 struct BlockMove {
   int32_t src = 0;
@@ -148,9 +159,10 @@ class KvPool {
   // extent fits beside the shared prefix blocks, it tries again without
   // sharing (the prefix may then be evicted), so a request alone in the pool
   // always fits. Requires a non-empty prompt, prompt.size() <=
-  // max_total_tokens and an empty *out (fresh or released).
+  // max_total_tokens and an empty *out (fresh or released). `check`, when
+  // given, may shorten the reused prefix.
   AdmitOutcome admit(std::span<const int32_t> prompt, int32_t max_total_tokens,
-                     const BlockSignature& salt, SeqBlocks* out);
+                     const BlockSignature& salt, SeqBlocks* out, const PrefixCheck* check = nullptr);
 
   // Makes the table cover num_tokens positions (paged and hybrid grow here;
   // contiguous sequences already have their extent). False when out of
