@@ -47,6 +47,10 @@ struct EngineConfig {
   double kv_cache_fraction = 0.25;    // used when kv_cache_bytes == 0
   int32_t block_size = 16;            // tokens per KV block
   CachePolicy cache_policy = CachePolicy::kContiguous;
+  // Sliding-window layers keep KV for every position, as full layers do,
+  // instead of their window only (llama.cpp's --swa-full): more memory, for
+  // comparison and debugging.
+  bool full_window_kv = false;
   // Overlap scheduling (CPU, contiguous policy): while one forward pass of
   // plain-greedy rows runs, the engine samples the one before and plans the
   // next, which starts on the previous pass's tokens as soon as it ends. A
@@ -70,6 +74,10 @@ struct EngineStats {
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   KvPoolStats kv;
+  // Window slots of the sliding-window layers (0 when the model has none,
+  // or with full_window_kv): all, in some running sequence's window, and
+  // holding a reusable prefix's KV.
+  int32_t window_slots = 0, window_slots_pinned = 0, window_slots_cached = 0;
   // Scheduling gap: host time between the end of one forward pass and the
   // start of the next, while work remains (µs, over all steps so far).
   double sched_gap_p50_us = 0, sched_gap_p99_us = 0, sched_gap_max_us = 0;

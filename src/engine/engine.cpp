@@ -68,6 +68,47 @@ Status validate_config(const EngineConfig& c) {
   return ok_status();
 }
 
+// How the CPU KV memory is split: blocks for the full-attention layers and,
+// when the model has sliding-window layers shorter than its context, window
+// slots for those (engine/window_slots.h).
+struct KvLayout {
+  int64_t num_blocks = 0;
+  int64_t num_window_slots = 0;
+  int64_t block_bytes = 0;   // one block over the layers that keep KV by block
+  int64_t slot_bytes = 0;    // one window slot over the windowed layers
+};
+
+// The budget (capped at what max_num_seqs full-length sequences need) goes
+// to blocks; with windowed layers, first to as many window slots as
+// max_num_seqs sequences pin with their windows plus one step's prefill
+// chunks, but at most half the budget (the whole, without full layers).
+StatusOr<KvLayout> plan_kv_layout(const ModelConfig& mc, const EngineConfig& config, int64_t budget) {
+  const int32_t bs = config.block_size;
+  int32_t num_windowed = 0;
+  for (int32_t layer = 0; layer < mc.num_layers; ++layer) num_windowed += mc.layer_window(layer) > 0;
+  const bool slots = num_windowed > 0 && !config.full_window_kv && mc.sliding_window < mc.max_seq_len;
+  if (!slots) num_windowed = 0;
+  KvLayout kv;
+  kv.block_bytes = KvCache::block_bytes(mc, bs, mc.num_layers - num_windowed);
+  kv.slot_bytes = KvCache::block_bytes(mc, bs, num_windowed);
+  const int64_t blocks_per_seq = (mc.max_seq_len + bs - 1) / bs;
+  const int64_t max_blocks = std::min<int64_t>(blocks_per_seq * config.max_num_seqs, INT32_MAX / bs);
+  if (slots) {
+    const int64_t reserve = WindowSlots::full_reserve(mc.sliding_window, bs);
+    const int64_t wanted = std::min(reserve * config.max_num_seqs + (config.max_num_batched_tokens + bs - 1) / bs, max_blocks);
+    const int64_t share = kv.block_bytes > 0 ? budget / 2 : budget;
+    kv.num_window_slots = std::min(wanted, share / kv.slot_bytes);
+    if (kv.num_window_slots < reserve)
+      return resource_exhausted("the KV cache budget of ", budget, " bytes holds no window of ", mc.sliding_window,
+                                " tokens (", reserve, " blocks of ", kv.slot_bytes, " bytes); give more or pass full_window_kv");
+    budget -= kv.num_window_slots * kv.slot_bytes;
+  }
+  kv.num_blocks = kv.block_bytes > 0 ? std::min(budget / kv.block_bytes, max_blocks) : max_blocks;
+  if (kv.num_blocks < 1)
+    return resource_exhausted("the KV cache budget of ", budget, " bytes holds no block of ", kv.block_bytes, " bytes");
+  return kv;
+}
+
 }  // namespace
 
 class Engine::Impl {
@@ -130,22 +171,19 @@ Status Engine::Impl::load() {
   pool = std::make_unique<ThreadPool>(config.num_threads > 0 ? config.num_threads : default_num_threads());
   model = std::make_unique<LlamaModel>(mc, weights, *pool, config.max_num_batched_tokens);
 
-  int64_t num_blocks = 0, bytes_per_block = 0;
+  KvLayout kv;
   if (config.device.is_cuda()) {
-    ZL_ASSIGN_OR_RETURN(num_blocks, attach_cuda(mc));
-    bytes_per_block = int64_t{2} * mc.num_layers * config.block_size * mc.kv_dim() * 2;  // bf16
+    ZL_ASSIGN_OR_RETURN(kv.num_blocks, attach_cuda(mc));
+    kv.block_bytes = int64_t{2} * mc.num_layers * config.block_size * mc.kv_dim() * 2;  // bf16
   } else {
-    // KV pool: the configured bytes (or a fraction of free memory), but no more
-    // than max_num_seqs full-length sequences need.
-    bytes_per_block = int64_t{2} * mc.num_layers * config.block_size * mc.kv_dim() * int64_t{sizeof(float)};
-    int64_t budget = config.kv_cache_bytes > 0 ? config.kv_cache_bytes
-                                               : static_cast<int64_t>(config.kv_cache_fraction * available_memory_bytes());
-    int64_t blocks_per_seq = (mc.max_seq_len + config.block_size - 1) / config.block_size;
-    num_blocks = std::min<int64_t>(budget / bytes_per_block, blocks_per_seq * config.max_num_seqs);
-    if (num_blocks < 1) return resource_exhausted("the KV cache budget of ", budget, " bytes holds no block of ", bytes_per_block, " bytes");
-    num_blocks = std::min<int64_t>(num_blocks, INT32_MAX / config.block_size);
-    ZL_ASSIGN_OR_RETURN(cache, KvCache::create(mc, static_cast<int32_t>(num_blocks), config.block_size));
+    // KV pool: the configured bytes (or a fraction of free memory).
+    const int64_t budget = config.kv_cache_bytes > 0 ? config.kv_cache_bytes
+                                                     : static_cast<int64_t>(config.kv_cache_fraction * available_memory_bytes());
+    ZL_ASSIGN_OR_RETURN(kv, plan_kv_layout(mc, config, budget));
+    ZL_ASSIGN_OR_RETURN(cache, KvCache::create(mc, static_cast<int32_t>(kv.num_blocks), config.block_size,
+                                               static_cast<int32_t>(kv.num_window_slots)));
   }
+  const int64_t num_blocks = kv.num_blocks;
   std::vector<int32_t> eos = mc.eos_token_ids;
   if (source.tokenizer->special_ids().eos >= 0) eos.push_back(source.tokenizer->special_ids().eos);
   output = std::make_unique<OutputStage>(
@@ -167,8 +205,13 @@ Status Engine::Impl::load() {
   info.max_seq_len = mc.max_seq_len;
   info.kv_capacity_tokens = static_cast<int32_t>(num_blocks * config.block_size);
   log_info("engine: ", cache_policy_name(config.cache_policy), " KV pool of ", num_blocks, " blocks x ",
-           config.block_size, " tokens (", num_blocks * bytes_per_block / (1 << 20), " MiB), ",
-           config.max_num_seqs, " sequences, ", config.max_num_batched_tokens, " tokens per step");
+           config.block_size, " tokens (", num_blocks * kv.block_bytes / (1 << 20), " MiB, ",
+           kv.block_bytes / config.block_size, " bytes a token), ", config.max_num_seqs, " sequences, ",
+           config.max_num_batched_tokens, " tokens per step");
+  if (kv.num_window_slots > 0)
+    log_info("engine: sliding-window layers keep ", mc.sliding_window, " positions in ", kv.num_window_slots,
+             " window slots (", kv.num_window_slots * kv.slot_bytes / (1 << 20), " MiB, ",
+             kv.slot_bytes / config.block_size, " bytes a token within the window)");
   return ok_status();
 }
 

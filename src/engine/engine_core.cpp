@@ -94,22 +94,35 @@ EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& c
   const size_t table_capacity = static_cast<size_t>(std::min<int64_t>(blocks_per_seq, cache.num_blocks()));
   spare_tables_.resize(max_seqs);
   for (std::vector<int32_t>& table : spare_tables_) table.reserve(table_capacity);
+  if (cache.num_window_slots() > 0) {
+    window_ = std::make_unique<WindowSlots>(cache.num_window_slots(), cache.num_blocks(), cache.block_size(),
+                                            model.config().sliding_window);
+    spare_window_tables_.resize(max_seqs);
+    // Sized once: a chunk's span of it stays valid as the window moves on.
+    for (std::vector<int32_t>& table : spare_window_tables_) table.assign(table_capacity, 0);
+  }
   // Preemption (paged, hybrid) and a device model's own streams are not
   // ready for a pass in flight while the engine plans the next.
   if (config.overlap_scheduling && config.cache_policy == CachePolicy::kContiguous && config.device.kind == Device::Kind::kCpu)
     runner_ = std::make_unique<ForwardRunner>(model, cache);
 }
 
-void EngineCore::lend_table(SeqBlocks& blocks) {
+void EngineCore::lend_tables(Sequence* seq) {
   CHECK(!spare_tables_.empty()) << "more running sequences than max_num_seqs";
-  blocks.table = std::move(spare_tables_.back());
+  seq->blocks.table = std::move(spare_tables_.back());
   spare_tables_.pop_back();
+  if (!window_) return;
+  seq->window.slots = std::move(spare_window_tables_.back());
+  spare_window_tables_.pop_back();
 }
 
-// blocks must be released (its table empty, capacity kept).
-void EngineCore::take_back_table(SeqBlocks& blocks) {
-  spare_tables_.push_back(std::move(blocks.table));
-  blocks.table = {};
+// The blocks must be released (the table empty, its capacity kept), and the window.
+void EngineCore::take_back_tables(Sequence* seq) {
+  spare_tables_.push_back(std::move(seq->blocks.table));
+  seq->blocks.table = {};
+  if (!window_) return;
+  spare_window_tables_.push_back(std::move(seq->window.slots));
+  seq->window.slots = {};
 }
 
 void EngineCore::insert_waiting(std::unique_ptr<Sequence> seq) {
@@ -182,13 +195,16 @@ void EngineCore::admit_waiting(bool may_compact) {
   ++admit_round_;
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.back().get();
-    lend_table(seq->blocks);  // a spare exists: fewer than max_num_seqs run
-    AdmitOutcome outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks);
-    if (outcome == AdmitOutcome::kWait && !may_compact && pool_.compaction_may_help(seq->max_total_tokens))
+    lend_tables(seq);  // a spare exists: fewer than max_num_seqs run
+    // Window slots are checked first: compaction cannot make room there.
+    const bool slots = window_admits(seq);
+    AdmitOutcome outcome = slots ? pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks, window_.get())
+                                 : AdmitOutcome::kWait;
+    if (slots && outcome == AdmitOutcome::kWait && !may_compact && pool_.compaction_may_help(seq->max_total_tokens))
       need_drain_ = true;
-    else if (outcome == AdmitOutcome::kWait && compact_for(seq->max_total_tokens))
-      outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks);
-    if (outcome != AdmitOutcome::kAdmitted) take_back_table(seq->blocks);
+    else if (slots && outcome == AdmitOutcome::kWait && compact_for(seq->max_total_tokens))
+      outcome = pool_.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks, window_.get());
+    if (outcome != AdmitOutcome::kAdmitted) take_back_tables(seq);
     if (outcome == AdmitOutcome::kWait) break;
     Clock::time_point now = Clock::now();
     if (outcome == AdmitOutcome::kNeverFits) {  // submit checks this; kept for safety
@@ -197,6 +213,7 @@ void EngineCore::admit_waiting(bool may_compact) {
       waiting_.pop_back();
       continue;
     }
+    if (window_) window_->admit(seq->blocks, seq->window);
     seq->num_computed = seq->blocks.num_prefix_tokens;
     // The cache gave all but its last token: it decodes at once, so the next
     // batch is built anew with it among the decodes.
@@ -223,7 +240,10 @@ bool EngineCore::compact_for(int32_t max_total_tokens) {
   for (auto& seq : running_) live_scratch_.push_back(&seq->blocks);
   const int32_t needed = (max_total_tokens + cache_.block_size() - 1) / cache_.block_size();
   pool_.compact(live_scratch_, needed, &moves_);
-  for (const BlockMove& move : moves_) cache_.copy_block(move.src, move.dst);
+  for (const BlockMove& move : moves_) {
+    cache_.copy_block(move.src, move.dst);
+    if (window_) window_->move_block(move.src, move.dst);
+  }
   if (!moves_.empty()) rows_kept_ = false;  // the kept rows' block tables changed
   return !moves_.empty();
 }
@@ -245,8 +265,9 @@ void EngineCore::preempt_last() {
   std::unique_ptr<Sequence> victim = std::move(running_.back());
   running_.pop_back();
   sign_all(victim.get());
+  release_window(victim.get());
   pool_.release(victim->blocks);
-  take_back_table(victim->blocks);
+  take_back_tables(victim.get());
   victim->trace.on_preempt(last_forward_end_);
   victim->num_computed = 0;
   victim->num_preemptions++;
@@ -265,7 +286,8 @@ void EngineCore::add_to_batch(Sequence* seq, int32_t start, int32_t num_tokens, 
   } else {
     plan_->tokens.insert(plan_->tokens.end(), first, first + num_tokens);
   }
-  plan_->chunks.push_back(SeqChunk{begin, num_tokens, start, seq->blocks.table});
+  prepare_window(seq, start, num_tokens);
+  plan_->chunks.push_back(SeqChunk{begin, num_tokens, start, seq->blocks.table, seq->window.slots});
   if (feed_row >= 0 || start + num_tokens == static_cast<int32_t>(seq->tokens.size())) {
     plan_->rows.push_back(begin + num_tokens - 1);
     plan_->row_seqs.push_back(seq);
@@ -342,6 +364,7 @@ void EngineCore::add_prefill_chunks(int32_t budget) {
     const int32_t pending = static_cast<int32_t>(seq->tokens.size()) - start;
     if (pending <= 1) continue;
     int32_t chunk = std::min(pending, budget);
+    if (window_) chunk = window_->max_chunk(seq->window, start, chunk);
     if (!reserve(seq, start + chunk)) continue;  // wait for memory
     add_to_batch(seq, start, chunk);
     budget -= chunk;
@@ -495,12 +518,13 @@ bool EngineCore::keep_row(size_t row, size_t* next_rows, int32_t* next_greedy) {
   if (static_cast<int32_t>(seq->tokens.size()) > seq->blocks.num_reserved_tokens) return false;
   const size_t k = (*next_rows)++;
   *next_greedy += seq->plain_greedy;
+  prepare_window(seq, seq->num_computed, 1);
   plan_->tokens[k] = seq->tokens.back();
   if (k == row && row < plan_->num_decode_rows) {  // a decode row staying where it is
     plan_->chunks[k].start_pos = seq->num_computed;
     return true;
   }
-  plan_->chunks[k] = SeqChunk{static_cast<int32_t>(k), 1, seq->num_computed, seq->blocks.table};
+  plan_->chunks[k] = SeqChunk{static_cast<int32_t>(k), 1, seq->num_computed, seq->blocks.table, seq->window.slots};
   plan_->rows[k] = static_cast<int32_t>(k);
   plan_->row_seqs[k] = seq;
   plan_->scheduled[k] = Scheduled{seq, 1};
@@ -665,13 +689,14 @@ void EngineCore::reap_finished() {
       any_finished_ = true;  // a running pass still writes its KV: next time
       continue;
     }
+    release_window(seq.get());
     releasing_.push_back(&seq->blocks);
   }
   pool_.release(releasing_);
-  for (SeqBlocks* blocks : releasing_) take_back_table(*blocks);
   auto kept = running_.begin();
   for (auto it = running_.begin(); it != running_.end(); ++it) {
     if ((*it)->state == SeqState::kFinished && !in_flight(it->get())) {
+      take_back_tables(it->get());
       if ((*it)->output) output_->push_finish((*it)->output.release());
       output_->push_retire(it->release());
     } else {
@@ -695,6 +720,12 @@ EngineStats EngineCore::stats() const {
   s.prompt_tokens_total = prompt_tokens_total_;
   s.generation_tokens_total = generation_tokens_total_;
   s.kv = pool_.stats();
+  if (window_) {
+    const WindowSlotStats w = window_->stats();
+    s.window_slots = w.num_slots;
+    s.window_slots_pinned = w.num_pinned;
+    s.window_slots_cached = w.num_cached;
+  }
   s.sched_gap_p50_us = static_cast<double>(sched_gap_ns_.quantile(0.5)) / 1e3;
   s.sched_gap_p99_us = static_cast<double>(sched_gap_ns_.quantile(0.99)) / 1e3;
   s.sched_gap_max_us = static_cast<double>(sched_gap_ns_.max()) / 1e3;
@@ -717,6 +748,12 @@ EngineStats EngineCore::stats() const {
 std::vector<const SeqBlocks*> EngineCore::live_blocks() const {
   std::vector<const SeqBlocks*> live;
   for (const auto& seq : running_) live.push_back(&seq->blocks);
+  return live;
+}
+
+std::vector<const SeqWindow*> EngineCore::live_windows() const {
+  std::vector<const SeqWindow*> live;
+  for (const auto& seq : running_) live.push_back(&seq->window);
   return live;
 }
 

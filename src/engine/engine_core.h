@@ -22,6 +22,7 @@
 #include "engine/output_stage.h"
 #include "engine/request_log.h"
 #include "engine/sequence.h"
+#include "engine/window_slots.h"
 #include "model/kv_cache.h"
 #include "model/llama.h"
 #include "zerolayer/engine.h"
@@ -59,8 +60,12 @@ class EngineCore {
 
   EngineStats stats() const;
   const KvPool& pool() const { return pool_; }
-  // For tests: the live sequences' block sets (for KvPool::check_invariants).
+  // The windowed layers' slots; null when the cache keeps them by block.
+  const WindowSlots* window_slots() const { return window_.get(); }
+  // For tests: the live sequences' block sets (for KvPool::check_invariants)
+  // and windows (WindowSlots::check_invariants), in the same order.
   std::vector<const SeqBlocks*> live_blocks() const;
+  std::vector<const SeqWindow*> live_windows() const;
 
  private:
   // Reads the measurements below a piece at a time, on this thread, rather
@@ -128,8 +133,16 @@ class EngineCore {
   void finish_by_id(RequestId id, FinishReason reason, const char* detail);
   void publish();
   void insert_waiting(std::unique_ptr<Sequence> seq);
-  void lend_table(SeqBlocks& blocks);
-  void take_back_table(SeqBlocks& blocks);
+  void lend_tables(Sequence* seq);
+  void take_back_tables(Sequence* seq);
+  bool window_admits(const Sequence* seq) const { return !window_ || window_->can_admit(seq->max_total_tokens); }
+  // Window slots for the chunk the pass computes (a no-op without them).
+  [[gnu::always_inline]] inline void prepare_window(Sequence* seq, int32_t start, int32_t num_tokens) {
+    if (window_) window_->prepare(seq->blocks, seq->window, start, num_tokens);
+  }
+  void release_window(Sequence* seq) {
+    if (window_) window_->release(seq->blocks, seq->window);
+  }
   // update(): asks for the lines row `row` of the batch needs (see there).
   void prefetch_row_state(size_t row) const;
   void prefetch_token_slot(size_t row) const;
@@ -141,6 +154,7 @@ class EngineCore {
   const std::vector<int32_t> eos_ids_;
   const int32_t signs_per_step_;         // decode blocks signed per step at most (update())
   KvPool pool_;
+  std::unique_ptr<WindowSlots> window_;  // when the cache has window slots
   uint64_t next_arrival_ = 0;
   uint64_t admit_round_ = 0;             // admit_waiting() calls so far
 
@@ -180,6 +194,7 @@ class EngineCore {
   // preemption), so max_num_seqs of them are enough and admission and paged
   // growth never reallocate a table.
   std::vector<std::vector<int32_t>> spare_tables_;  // [max_num_seqs]
+  std::vector<std::vector<int32_t>> spare_window_tables_;  // the same, for window slots
 
   // Measurements.
   bool have_last_forward_ = false;

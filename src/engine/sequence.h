@@ -17,6 +17,7 @@
 #include "engine/output_stage.h"
 #include "engine/request_trace.h"
 #include "engine/sampler.h"
+#include "engine/window_slots.h"
 #include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
 
@@ -85,6 +86,7 @@ struct alignas(64) Sequence {
   Clock::time_point prefilled_at;
   Request request;
   const BlockSignature salt;
+  SeqWindow window;                   // the windowed layers' slots (engine/window_slots.h)
   uint64_t arrival = 0;               // submit order, for FIFO within a priority
   int32_t num_cached_prompt_tokens = 0;  // from the prefix cache, first admission
   int32_t num_preemptions = 0;

@@ -38,8 +38,14 @@ std::vector<Preset> presets() {
   llama_1b.rope_scaling.low_freq_factor = 1.0f;
   llama_1b.rope_scaling.high_freq_factor = 4.0f;
   llama_1b.rope_scaling.original_max_position_embeddings = 8192;
+  // tiny's shape with Gemma's local/global interleave: layers 0-2 attend to
+  // the last 40 positions, layer 3 to all.
+  ModelConfig tiny_window = make_config(512, 128, 4, 4, 2, 344, 1024, false);
+  tiny_window.sliding_window = 40;
+  tiny_window.layer_sliding = {1, 1, 1, 0};
   return {
       {"tiny", make_config(512, 128, 4, 4, 2, 344, 1024, false)},
+      {"tiny-window", tiny_window},
       {"llama-110m", make_config(32000, 768, 12, 12, 12, 2048, 1024, true)},
       {"llama-1b", llama_1b},
   };

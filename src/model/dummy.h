@@ -15,8 +15,9 @@
 
 namespace zl {
 
-// "tiny" (~1M parameters), "llama-110m" (stories110M's shape), "llama-1b"
-// (Llama-3.2-1B's shape).
+// "tiny" (~1M parameters), "tiny-window" (tiny with three sliding-window
+// layers of 40 positions and one full), "llama-110m" (stories110M's shape),
+// "llama-1b" (Llama-3.2-1B's shape).
 std::vector<std::string> dummy_model_names();
 StatusOr<ModelConfig> dummy_config(std::string_view name);
 
