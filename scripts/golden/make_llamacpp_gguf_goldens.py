@@ -11,8 +11,18 @@ original float32 checkpoint is recorded beside it, as a sanity check of the
 conversion and of how sharp the random model's logits are; it is not the
 oracle of these files.
 
-Models: llama-gqa-tied, qwen2-bias, qwen3, gemma2, gemma3; each converted with
-`--outtype f16` and `--outtype q8_0`.
+Models: llama-gqa-tied, qwen2-bias, qwen3, gemma2, gemma3, phi3-longrope-short,
+phi3-longrope-long; each converted with `--outtype f16` and `--outtype q8_0`.
+The first five were made in one run, the two phi3 ones in a second
+(`--models phi3-longrope-short,phi3-longrope-long`), so their prompt is
+chosen among their own runs.
+
+NOTE on phi3: the converter writes LongRoPE's factors as the tensors
+rope_factors_long / rope_factors_short, and llama.cpp uses the long ones when
+the context (n_ctx) exceeds rope.scaling.original_context_length. So
+phi3-longrope-short runs with n_ctx 64 (its original context: the short
+factors) and phi3-longrope-long with 128 (past its 32: the long ones); the
+engine under test must use the same context (the JSON's llama_cpp.n_ctx).
 
 NOTE on gemma3 (see the "llamacpp_vs_hf_caveats" field of its JSON): the
 converter writes no `gemma3.attention.sliding_window_pattern` key and no
@@ -85,7 +95,7 @@ tests/golden/llamacpp/:
                       rounded as ggml's CPU backend does (f16 / q8_0), each
                       compared with llama.cpp step by step.
 
-Decoding protocol (llama.cpp): n_ctx 128, n_batch = n_ubatch = 128, one
+Decoding protocol (llama.cpp): n_ctx 128 (64 for phi3-longrope-short), n_batch = n_ubatch = n_ctx, one
 sequence, 1 thread, f32 K and V cache (type_k = type_v = GGML_TYPE_F32),
 flash attention disabled, CPU only. The 8 prompt ids go in one llama_decode
 (logits of the last position only); step 0's logits are those after the
@@ -121,11 +131,14 @@ import numpy as np
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-MODELS = ["llama-gqa-tied", "qwen2-bias", "qwen3", "gemma2", "gemma3"]
+MODELS = ["llama-gqa-tied", "qwen2-bias", "qwen3", "gemma2", "gemma3", "phi3-longrope-short",
+          "phi3-longrope-long"]
 OUTTYPES = ["f16", "q8_0"]
 VOCAB = 256
 N_STEPS = 32
 N_CTX = 128
+# Context sizes other than N_CTX (see the NOTE on phi3).
+N_CTX_BY_MODEL = {"phi3-longrope-short": 64}
 N_THREADS = 1
 TOP_K = 5
 PROMPT_LEN = 8
@@ -324,7 +337,7 @@ class LlamaCpp:
         n = self.L.llama_model_meta_val_str(model, key.encode(), buf, len(buf))
         return buf.value.decode() if n >= 0 else None
 
-    def greedy(self, path, prompt, n_steps):
+    def greedy(self, path, prompt, n_steps, n_ctx=N_CTX):
         L = self.L
         self.log.clear()
         mp = L.llama_model_default_params()
@@ -333,9 +346,9 @@ class LlamaCpp:
         if not model:
             raise RuntimeError("llama.cpp failed to load " + path + "\n" + "".join(self.log))
         cp = L.llama_context_default_params()
-        cp.n_ctx = N_CTX
-        cp.n_batch = N_CTX
-        cp.n_ubatch = N_CTX
+        cp.n_ctx = n_ctx
+        cp.n_batch = n_ctx
+        cp.n_ubatch = n_ctx
         cp.n_seq_max = 1
         cp.n_threads = N_THREADS
         cp.n_threads_batch = N_THREADS
@@ -511,8 +524,8 @@ def select_prompt(lcpp, paths):
     for seed in range(N_PROMPT_CANDIDATES):
         cand = prompt_candidate(seed)
         worst = math.inf
-        for path in paths:
-            rows = lcpp.greedy(path, cand, N_STEPS)[3]
+        for path, n_ctx in paths:
+            rows = lcpp.greedy(path, cand, N_STEPS, n_ctx)[3]
             for r in rows:
                 a, b = top_k(r, 2)
                 worst = min(worst, float(r[a] - r[b]))
@@ -526,7 +539,8 @@ def make_doc(name, t, path, conv_warnings, ckpt, cfg, prompt, prompt_note,
     import torch
     import transformers
 
-    arch, n_vocab, ids, rows, info = lcpp.greedy(path, prompt, N_STEPS)
+    n_ctx = N_CTX_BY_MODEL.get(name, N_CTX)
+    arch, n_vocab, ids, rows, info = lcpp.greedy(path, prompt, N_STEPS, n_ctx)
     assert n_vocab == VOCAB, n_vocab
     steps = [dict(step=i, top1=ids[i], **step_record(rows[i])) for i in range(N_STEPS)]
     margins = [s["margin"] for s in steps]
@@ -588,7 +602,7 @@ def make_doc(name, t, path, conv_warnings, ckpt, cfg, prompt, prompt_note,
             "driven_by": "libllama.so in-process via llama-cpp-python's ctypes bindings "
                          "(llama_decode + llama_get_logits_ith), CPU only",
             "system_info": lcpp.system_info,
-            "n_ctx": N_CTX, "n_batch": N_CTX, "n_ubatch": N_CTX, "n_threads": N_THREADS,
+            "n_ctx": n_ctx, "n_batch": n_ctx, "n_ubatch": n_ctx, "n_threads": N_THREADS,
             "type_k": "f32", "type_v": "f32", "flash_attn": "disabled",
             "model_print_info": info,
         },
@@ -691,7 +705,8 @@ def main():
             print(f"converted {name}", flush=True)
 
     lcpp = LlamaCpp(lib_dir)
-    best = select_prompt(lcpp, [converted[n][t][0] for n in models for t in OUTTYPES])
+    best = select_prompt(lcpp, [(converted[n][t][0], N_CTX_BY_MODEL.get(n, N_CTX))
+                                for n in models for t in OUTTYPES])
     prompt = best["prompt_ids"]
     prompt_note = (
         f"numpy RandomState(seed).randint(3, {VOCAB}, {PROMPT_LEN}) for seed in "

@@ -1,6 +1,7 @@
 #include "model/config_fields.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -199,6 +200,18 @@ StatusOr<int32_t> GgufFields::get_token_id(const std::string& key) const {
   if (*i < 0 || *i == kNoToken) return -1;
   if (*i > std::numeric_limits<int32_t>::max()) return type_error(key, "a token id below 2^31");
   return static_cast<int32_t>(*i);
+}
+
+StatusOr<std::vector<float>> GgufFields::get_f32_tensor(const std::string& name, int64_t length) const {
+  auto it = g_.tensors.find(name);
+  if (it == g_.tensors.end()) return data_loss(g_.path, ": tensor ", name, " is missing");
+  const TensorInfo& t = it->second;
+  if (t.dtype != DType::kF32 || t.shape != std::vector<int64_t>{length})
+    return data_loss(g_.path, ": tensor ", name, " must be F32 of shape [", length, "], got ", dtype_name(t.dtype),
+                     " of ", t.shape.size(), " dimensions");
+  std::vector<float> values(static_cast<size_t>(length));
+  std::memcpy(values.data(), t.data, sizeof(float) * values.size());
+  return values;
 }
 
 std::optional<std::vector<uint8_t>> GgufFields::get_flags(const std::string& key) const {

@@ -82,6 +82,10 @@ class GgufFields {
   StatusOr<int32_t> get_token_id(const std::string& key) const;
   // An array of bools as 0/1; nullopt when the key is absent or not an array.
   std::optional<std::vector<uint8_t>> get_flags(const std::string& key) const;
+  // The values of a one-dimensional F32 tensor of `length` elements that
+  // holds hyper-parameters (Phi-3's rope factors); an error naming it when
+  // it has another type or shape.
+  StatusOr<std::vector<float>> get_f32_tensor(const std::string& name, int64_t length) const;
 
  private:
   const GgufValue* find(const std::string& key) const;

@@ -96,6 +96,9 @@ void write_metadata(Bytes& b, const ModelConfig& c, const GgufVocab& v, const st
   b.kv_u32("llama.attention.head_count", static_cast<uint32_t>(c.num_heads));
   b.kv_u32("llama.attention.head_count_kv", static_cast<uint32_t>(c.num_kv_heads));
   b.kv_u32("llama.rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  // llama.cpp's head size is dim / heads unless these say otherwise.
+  b.kv_u32("llama.attention.key_length", static_cast<uint32_t>(c.head_dim));
+  b.kv_u32("llama.attention.value_length", static_cast<uint32_t>(c.head_dim));
   b.kv_u32("llama.vocab_size", static_cast<uint32_t>(c.vocab_size));
   b.kv_f32("llama.rope.freq_base", c.rope_theta);
   b.kv_f32("llama.attention.layer_norm_rms_epsilon", c.rms_norm_eps);

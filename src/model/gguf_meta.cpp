@@ -95,17 +95,18 @@ Status read_llm_shape(const GgufFields& r, const GgufFile& g, const std::string&
   ZL_ASSIGN_OR_RETURN(c->rms_norm_eps, r.get_float(a + ".attention.layer_norm_rms_epsilon"));
   if (c->num_heads <= 0)
     return data_loss(g.path, ": key ", a, ".attention.head_count = ", c->num_heads, ": must be positive");
-  // head_dim: key_length, else the rope dimension, else dim / heads.
-  ZL_ASSIGN_OR_RETURN(int32_t rope_dims, r.get_i32(a + ".rope.dimension_count", 0));
-  int32_t fallback = rope_dims > 0 ? rope_dims : c->dim / c->num_heads;
-  ZL_ASSIGN_OR_RETURN(c->head_dim, r.get_i32(a + ".attention.key_length", fallback));
+  // As llama.cpp: head_dim is key_length, else dim / heads; rope turns the
+  // first rope.dimension_count dimensions of each head (all by default).
+  ZL_ASSIGN_OR_RETURN(c->head_dim, r.get_i32(a + ".attention.key_length", c->dim / c->num_heads));
   ZL_ASSIGN_OR_RETURN(int32_t value_dim, r.get_i32(a + ".attention.value_length", c->head_dim));
   if (value_dim != c->head_dim)
     return unimplemented(g.path, ": key ", a, ".attention.value_length = ", value_dim,
                          " differs from key_length ", c->head_dim);
-  if (rope_dims > 0 && rope_dims != c->head_dim)
-    return unimplemented(g.path, ": key ", a, ".rope.dimension_count = ", rope_dims,
-                         ": partial rotary embeddings (head_dim ", c->head_dim, ") are not supported");
+  ZL_ASSIGN_OR_RETURN(int32_t rope_dims, r.get_i32(a + ".rope.dimension_count", c->head_dim));
+  if (rope_dims <= 0 || rope_dims > c->head_dim || rope_dims % 2 != 0)
+    return data_loss(g.path, ": key ", a, ".rope.dimension_count = ", rope_dims, ": must be even and in (0, head_dim ",
+                     c->head_dim, "]");
+  if (rope_dims != c->head_dim) c->rotary_dim = rope_dims;
   return ok_status();
 }
 

@@ -249,6 +249,10 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c, TensorNaming nami
     for (const LayerTensor& t : layer_tensors) specs.push_back({layer_tensor_name(naming, layer, t), t.shape, true});
   specs.push_back({g.norm, {c.dim}, true});
   if (!c.tie_word_embeddings) specs.push_back({g.lm_head, {c.vocab_size, c.dim}, true});
+  // llama.cpp's converter writes LongRoPE's factors as tensors (arch/phi3.cpp).
+  if (naming == TensorNaming::kGguf && c.rope_scaling.type == RopeScalingType::kLongRope)
+    for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"})
+      specs.push_back({name, {c.rope_dim() / 2}, true, false});
   return specs;
 }
 
@@ -292,7 +296,8 @@ StatusOr<ModelWeights> load_weights(const ModelConfig& c, const TensorIndex& ten
   ZL_RETURN_IF_ERROR(check_tensors(c, tensors, naming, source));
   ModelWeights w;
   const std::vector<LayerTensor> layer_tensors = arch_of(c).layer_tensors(c);
-  int done = 0, total = static_cast<int>(expected_tensors(c, naming).size());
+  int done = 0, total = 0;
+  for (const TensorSpec& spec : expected_tensors(c, naming)) total += spec.weight;
   auto keep_file = [&](const TensorInfo& info) {
     if (info.file) {
       bool known = false;

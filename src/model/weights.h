@@ -121,6 +121,7 @@ struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
   bool required = true;
+  bool weight = true;  // false: read into the config, not loaded (GGUF rope factors)
 };
 
 // The tensors the architecture (config.arch) needs, in load order.

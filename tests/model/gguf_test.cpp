@@ -365,8 +365,15 @@ TEST(GgufTest, ConfigErrorsNameKeys) {
   EXPECT_NE(config_error("noctx.gguf", w4, StatusCode::kDataLoss).find("llama.context_length"), std::string::npos);
   GgufWriter w5;
   add_llama_metadata(w5);
-  w5.add_u32("llama.attention.key_length", 8);  // differs from rope dims 4
-  EXPECT_NE(config_error("partial.gguf", w5, StatusCode::kUnimplemented).find("rope.dimension_count"), std::string::npos);
+  w5.add_u32("llama.attention.key_length", 2);  // fewer than rope's 4 dimensions
+  EXPECT_NE(config_error("rope_dims.gguf", w5, StatusCode::kDataLoss).find("rope.dimension_count"), std::string::npos);
+  GgufWriter partial;
+  add_llama_metadata(partial);
+  partial.add_u32("llama.attention.key_length", 8);  // rope turns the first 4 of 8 (as llama.cpp's n_rot)
+  StatusOr<ModelConfig> rotary = gguf_model_config(*read_gguf(write("partial.gguf", partial.build())));
+  ASSERT_TRUE(rotary.ok()) << rotary.status().to_string();
+  EXPECT_EQ(rotary->head_dim, 8);
+  EXPECT_EQ(rotary->rope_dim(), 4);
   GgufWriter w6;
   w6.add_string("general.architecture", "llama");
   w6.add_u32("llama.context_length", 1);
@@ -401,6 +408,61 @@ TEST(GgufTest, RandomByteFlipsNeverCrash) {
     (void)gguf_vocab(*g);
   }
   EXPECT_GT(num_ok, 0);
+}
+
+}  // namespace
+}  // namespace zl
+
+namespace zl {
+namespace {
+
+// Phi-3 as llama.cpp's converter writes it: LongRoPE factors as tensors,
+// their attention factor and original context as keys, a partial rotary
+// dimension.
+GgufWriter phi3_metadata(size_t num_factors) {
+  GgufWriter w;
+  w.add_string("general.architecture", "phi3");
+  w.add_u32("phi3.context_length", 256);
+  w.add_u32("phi3.embedding_length", 8);
+  w.add_u32("phi3.block_count", 1);
+  w.add_u32("phi3.feed_forward_length", 16);
+  w.add_u32("phi3.attention.head_count", 2);
+  w.add_u32("phi3.attention.head_count_kv", 1);
+  w.add_u32("phi3.rope.dimension_count", 2);
+  w.add_u32("phi3.rope.scaling.original_context_length", 64);
+  w.add_f32("phi3.rope.scaling.attn_factor", 1.25f);
+  w.add_u32("phi3.attention.sliding_window", 0);
+  w.add_f32("phi3.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "a"});
+  w.add_f32_tensor("rope_factors_long.weight", {num_factors}, std::vector<float>(num_factors, 4.0f));
+  w.add_f32_tensor("rope_factors_short.weight", {num_factors}, std::vector<float>(num_factors, 1.5f));
+  return w;
+}
+
+TEST(GgufTest, Phi3ReadsLongRopeFactorsFromTensors) {
+  GgufWriter w = phi3_metadata(1);
+  StatusOr<GgufFile> g = read_gguf(write("phi3.gguf", w.build()));
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  StatusOr<ModelConfig> c = gguf_model_config(*g);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "phi3");
+  EXPECT_EQ(c->head_dim, 4);
+  EXPECT_EQ(c->rope_dim(), 2);
+  EXPECT_FALSE(c->rope_interleaved);
+  EXPECT_EQ(c->sliding_window, 0);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLongRope);
+  EXPECT_EQ(c->rope_scaling.long_factor, std::vector<float>{4.0f});
+  EXPECT_EQ(c->rope_scaling.short_factor, std::vector<float>{1.5f});
+  EXPECT_EQ(c->rope_scaling.original_max_position_embeddings, 64);
+  EXPECT_EQ(c->rope_scaling.attention_factor, 1.25f);
+
+  GgufWriter bad = phi3_metadata(3);  // rope turns 2 dimensions: 1 factor each
+  StatusOr<GgufFile> g2 = read_gguf(write("phi3_factors.gguf", bad.build()));
+  ASSERT_TRUE(g2.ok());
+  StatusOr<ModelConfig> c2 = gguf_model_config(*g2);
+  ASSERT_FALSE(c2.ok());
+  EXPECT_NE(c2.status().message().find("rope_factors_long.weight"), std::string::npos) << c2.status().to_string();
 }
 
 }  // namespace

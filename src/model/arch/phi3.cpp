@@ -4,11 +4,21 @@
 // first), LongRoPE scaling (longrope / su: per-frequency short and long
 // factors and an attention factor on cos and sin), a partial rotary
 // dimension (partial_rotary_factor, Phi-4-mini), and an optional sliding
-// window on every layer. GGUF "phi3" is not read yet.
+// window on every layer.
+//
+// GGUF "phi3" (llama.cpp's converter) keeps the LongRoPE factors as tensors,
+// rope_factors_long / rope_factors_short, with the attention factor and the
+// original context as keys. llama.cpp reads phi3.attention.sliding_window
+// and then disables the window ("Phi SWA is currently disabled"); we apply
+// it, as transformers does, so past the window the two differ.
 #include "model/arch.h"
+#include "model/gguf.h"
 
 namespace zl {
 namespace {
+
+constexpr const char* kLongFactors = "rope_factors_long.weight";
+constexpr const char* kShortFactors = "rope_factors_short.weight";
 
 Status read_hf(const HfFields& f, ModelConfig& c) {
   ZL_RETURN_IF_ERROR(require_hf_silu(f));
@@ -18,7 +28,22 @@ Status read_hf(const HfFields& f, ModelConfig& c) {
   return read_hf_sliding_window_all_layers(f, 0, c);
 }
 
-Status read_gguf(const GgufFields&, ModelConfig&) { return ok_status(); }
+Status read_gguf(const GgufFields& f, ModelConfig& c) {
+  c.rope_interleaved = false;  // llama.cpp runs phi3 with NEOX-style rope
+  ZL_ASSIGN_OR_RETURN(c.sliding_window, f.get_i32("phi3.attention.sliding_window", 0));
+  if (c.sliding_window > 0) c.layer_sliding.assign(static_cast<size_t>(c.num_layers), 1);
+  RopeScaling& rs = c.rope_scaling;
+  ZL_ASSIGN_OR_RETURN(rs.original_max_position_embeddings,
+                      f.get_i32("phi3.rope.scaling.original_context_length", c.max_seq_len));
+  ZL_ASSIGN_OR_RETURN(rs.attention_factor, f.get_float("phi3.rope.scaling.attn_factor", 1.0f));
+  if (!f.has_tensor(kLongFactors) && !f.has_tensor(kShortFactors)) return ok_status();
+  if (rs.type != RopeScalingType::kNone)
+    return unimplemented(f.file().path, ": LongRoPE factors together with another rope scaling");
+  rs.type = RopeScalingType::kLongRope;
+  ZL_ASSIGN_OR_RETURN(rs.long_factor, f.get_f32_tensor(kLongFactors, c.rope_dim() / 2));
+  ZL_ASSIGN_OR_RETURN(rs.short_factor, f.get_f32_tensor(kShortFactors, c.rope_dim() / 2));
+  return ok_status();
+}
 
 std::vector<LayerTensor> layer_tensors(const ModelConfig& c) {
   const int64_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim;
@@ -37,6 +62,6 @@ std::vector<LayerTensor> layer_tensors(const ModelConfig& c) {
 
 }  // namespace
 
-extern const ArchDef kPhi3Arch = {"phi3", "Phi3ForCausalLM", nullptr, read_hf, read_gguf, layer_tensors};
+extern const ArchDef kPhi3Arch = {"phi3", "Phi3ForCausalLM", "phi3", read_hf, read_gguf, layer_tensors};
 
 }  // namespace zl
