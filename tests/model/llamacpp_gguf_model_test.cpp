@@ -59,6 +59,10 @@ TEST_P(LlamaCppGgufTest, GreedyStepsAndTop5MatchLlamaCpp) {
   ASSERT_TRUE(weights.ok()) << weights.status().to_string();
   const int32_t vocab = source->config.vocab_size;
   ASSERT_EQ(vocab, golden["vocab_size"].get<int32_t>());
+  // llama.cpp's context per sequence: LongRoPE picks its factors by it
+  // (phi3), as we do by max_seq_len.
+  if (golden["llama_cpp"].contains("n_ctx_seq"))
+    source->config.max_seq_len = std::min(source->config.max_seq_len, golden["llama_cpp"]["n_ctx_seq"].get<int32_t>());
 
   ThreadPool pool(2);
   LlamaModel model(source->config, *weights, pool, 16);
@@ -99,7 +103,9 @@ TEST_P(LlamaCppGgufTest, GreedyStepsAndTop5MatchLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(Goldens, LlamaCppGgufTest,
                          ::testing::Values("llama-gqa-tied.f16", "llama-gqa-tied.q8_0", "qwen2-bias.f16",
                                            "qwen2-bias.q8_0", "qwen3.f16", "qwen3.q8_0", "gemma2.f16",
-                                           "gemma2.q8_0", "gemma3.f16", "gemma3.q8_0"),
+                                           "gemma2.q8_0", "gemma3.f16", "gemma3.q8_0", "phi3-longrope-short.f16",
+                                           "phi3-longrope-short.q8_0", "phi3-longrope-long.f16",
+                                           "phi3-longrope-long.q8_0"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name)
