@@ -281,12 +281,16 @@ StatusOr<std::string> Renderer::capture(const NodeList& body, std::shared_ptr<Sc
 }
 
 Status Renderer::exec_macro(const Node& node) {
-  std::shared_ptr<Scope> defining = scope_;
+  // The defining scope holds the macro: holding the scope from the macro
+  // would be a cycle that outlives the render.
+  std::weak_ptr<Scope> defining_weak = scope_;
   const Node* macro = &node;
-  Value fn = Value::callable(node.text, [this, macro, defining](Renderer&, ValueList& args, KwArgs& kwargs) -> StatusOr<Value> {
+  Value fn = Value::callable(node.text, [this, macro, defining_weak](Renderer&, ValueList& args, KwArgs& kwargs) -> StatusOr<Value> {
     if (call_depth_ >= env_.limits.max_call_depth) {
       return resource_exhausted("macro calls nested deeper than ", env_.limits.max_call_depth);
     }
+    std::shared_ptr<Scope> defining = defining_weak.lock();
+    if (!defining) return invalid_argument("macro '", macro->text, "' called after the block that defined it ended");
     if (args.size() > macro->params.size()) {
       return invalid_argument("macro '", macro->text, "' takes not more than ", macro->params.size(), " argument(s)");
     }

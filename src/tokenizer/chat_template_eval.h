@@ -10,6 +10,7 @@
 // Renderers may share one Program.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -34,6 +35,15 @@ struct RenderEnv {
 };
 
 struct Scope {
+  Scope() { live.fetch_add(1, std::memory_order_relaxed); }
+  ~Scope() { live.fetch_sub(1, std::memory_order_relaxed); }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+  // Scopes alive in the process: a render that returns leaves none behind
+  // (tests check it; a macro holding its own scope once leaked them all).
+  static inline std::atomic<int64_t> live{0};
+
   ValueDict vars;
   std::shared_ptr<Scope> parent;
   // Innermost binding of `name` along the parent chain, or null.

@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/chat_template_eval.h"
 #include "tokenizer/chat_template_source.h"
 
 namespace zl {
@@ -152,6 +153,22 @@ TEST(ChatTemplate, SetAndMacros) {
   EXPECT_EQ(ok("{% macro wrap() %}<{{ caller() }}>{% endmacro %}{% call wrap() %}in{% endcall %}"), "<in>");
   EXPECT_EQ(ok("{{ dict(a=1, b='x') }} {{ namespace(v=[1]).v }}"), "{'a': 1, 'b': 'x'} [1]");
   EXPECT_EQ(ok("{% generation %}g{% endgeneration %}"), "g");
+}
+
+// A macro held the scope that defined it, which held the macro: every
+// render that defined one leaked its scopes (issue 27).
+TEST(ChatTemplate, RendersLeaveNoScopesBehind) {
+  const int64_t before = jinja::Scope::live.load();
+  ok("{% macro fact(n) %}{% if n <= 1 %}1{% else %}{{ n }}*{{ fact(n - 1) }}{% endif %}{% endmacro %}{{ fact(4) }}");
+  ok("{% for i in range(2) %}{% macro m() %}{{ i }}{% endmacro %}{{ m() }}{% endfor %}");
+  ok("{% macro wrap() %}<{{ caller() }}>{% endmacro %}{% call wrap() %}in{% endcall %}");
+  EXPECT_EQ(jinja::Scope::live.load(), before);
+  // A macro kept past the block that defined it is an error, not a dangling scope.
+  EXPECT_NE(err("{% set ns = namespace(f=none) %}{% for i in range(1) %}{% macro m() %}x{% endmacro %}"
+                "{% set ns.f = m %}{% endfor %}{{ ns.f() }}")
+                .find("after the block that defined it ended"),
+            std::string::npos);
+  EXPECT_EQ(jinja::Scope::live.load(), before);
 }
 
 TEST(ChatTemplate, Globals) {
