@@ -117,7 +117,8 @@ Status Renderer::check_size(size_t size) const {
 }
 
 Status Renderer::count_iterations(int64_t n) {
-  iterations_ += n;
+  // Saturating: a builtin may ask for INT64_MAX at once.
+  iterations_ = n > env_.limits.max_loop_iterations - iterations_ ? env_.limits.max_loop_iterations + 1 : iterations_ + n;
   if (iterations_ > env_.limits.max_loop_iterations) {
     return resource_exhausted("more than ", env_.limits.max_loop_iterations, " loop iterations");
   }

@@ -42,12 +42,13 @@ StatusOr<Value> get_path(const Value& item, const std::string& path) {
   return cur;
 }
 
-StatusOr<Value> filter_tojson(const Value& input, const Args& a) {
+StatusOr<Value> filter_tojson(const Value& input, const Args& a, size_t max_bytes) {
   JsonDumpOptions o;
+  o.max_bytes = max_bytes;
   o.ensure_ascii = a.flag(0, "ensure_ascii", false);
   const Value* indent = a.get(1, "indent");
   if (indent && indent->is_integer()) {
-    o.indent = static_cast<int>(std::max<int64_t>(0, indent->as_int()));
+    o.indent = static_cast<int>(std::clamp<int64_t>(indent->as_int(), 0, INT32_MAX));
   } else if (indent && indent->is_string()) {
     o.use_indent_str = true;
     o.indent_str = indent->str();
@@ -153,11 +154,18 @@ StatusOr<Value> filter_unique(const Value& input, const Args& a) {
   return Value::list(std::move(out));
 }
 
-StatusOr<Value> filter_indent(const Value& input, const Args& a) {
+StatusOr<Value> filter_indent(const Renderer& r, const Value& input, const Args& a) {
   const Value* width = a.get(0, "width");
-  std::string pad = width && width->is_string() ? width->str() : std::string(width ? std::max<int64_t>(0, width->as_int()) : 4, ' ');
-  bool first = a.flag(1, "first", false), blank = a.flag(2, "blank", false);
   std::string s = input.to_str();
+  // Every line may get the pad: bound the output before building it.
+  const int64_t pad_size = width && width->is_string() ? static_cast<int64_t>(width->str().size())
+                                                       : width ? std::max<int64_t>(0, width->as_int()) : 4;
+  const auto lines = static_cast<int64_t>(std::count(s.begin(), s.end(), '\n')) + 1;
+  const int64_t limit = static_cast<int64_t>(r.env().limits.max_output_bytes);
+  if (pad_size > limit || lines * pad_size > limit - static_cast<int64_t>(s.size()))
+    return r.check_size(SIZE_MAX).with_prefix("indent: ");
+  std::string pad = width && width->is_string() ? width->str() : std::string(static_cast<size_t>(pad_size), ' ');
+  bool first = a.flag(1, "first", false), blank = a.flag(2, "blank", false);
   std::string out;
   size_t start = 0;
   bool is_first = true;
@@ -198,11 +206,16 @@ StatusOr<Value> filter_round(const Value& input, const Args& a) {
   if (!input.is_number()) return invalid_argument("round needs a number");
   const Value* precision = a.get(0, "precision");
   const Value* method = a.get(1, "method");
-  double scale = std::pow(10.0, precision ? static_cast<double>(precision->as_int()) : 0.0);
+  const int64_t digits = precision ? precision->as_int() : 0;
+  double scale = std::pow(10.0, static_cast<double>(std::clamp<int64_t>(digits, -400, 400)));
   double x = input.as_float() * scale;
   std::string m = method ? method->to_str() : "common";
   double r = m == "ceil" ? std::ceil(x) : m == "floor" ? std::floor(x) : std::nearbyint(x);
-  return Value::number(r / scale);
+  const double rounded = r / scale;
+  // More digits than a double holds (10**p overflows): the number itself, as
+  // Python gives; fewer than none (10**p underflows): 0.
+  if (!std::isfinite(rounded) && std::isfinite(input.as_float())) return Value::number(digits > 0 ? input.as_float() : 0.0);
+  return Value::number(rounded);
 }
 
 StatusOr<Value> filter_min_max(const Value& input, const Args& a, bool want_max) {
@@ -223,13 +236,13 @@ StatusOr<Value> filter_min_max(const Value& input, const Args& a, bool want_max)
   return items[best];
 }
 
-StatusOr<Value> filter_misc(const std::string& name, const Value& input, const Args& a);
+StatusOr<Value> filter_misc(Renderer& r, const std::string& name, const Value& input, const Args& a);
 
 }  // namespace
 
 StatusOr<Value> run_filter(Renderer& r, const std::string& name, Value input, ValueList& args, KwArgs& kwargs) {
   Args a{args, kwargs};
-  if (name == "tojson") return filter_tojson(input, a);
+  if (name == "tojson") return filter_tojson(input, a, r.env().limits.max_output_bytes);
   if (name == "length" || name == "count") {
     ZL_ASSIGN_OR_RETURN(int64_t n, input.length());
     return Value::integer(n);
@@ -290,14 +303,14 @@ StatusOr<Value> run_filter(Renderer& r, const std::string& name, Value input, Va
   }
   if (name == "int" || name == "float") return filter_number(input, a, name == "int");
   if (name == "round") return filter_round(input, a);
-  if (name == "indent") return filter_indent(input, a);
+  if (name == "indent") return filter_indent(r, input, a);
   if (name == "min" || name == "max") return filter_min_max(input, a, name == "max");
-  return filter_misc(name, input, a);
+  return filter_misc(r, name, input, a);
 }
 
 namespace {
 
-StatusOr<Value> filter_misc(const std::string& name, const Value& input, const Args& a) {
+StatusOr<Value> filter_misc(Renderer& r, const std::string& name, const Value& input, const Args& a) {
   if (name == "first" || name == "last") {
     ZL_ASSIGN_OR_RETURN(ValueList items, input.iterate());
     if (items.empty()) return Value::undefined(str_cat("No ", name, " item, sequence was empty."));
@@ -344,6 +357,8 @@ StatusOr<Value> filter_misc(const std::string& name, const Value& input, const A
     int64_t len = static_cast<int64_t>(utf8_chars(s).size());
     int64_t w = width ? width->as_int() : 80;
     if (w <= len) return Value::string(s);
+    if (w - len > static_cast<int64_t>(r.env().limits.max_output_bytes) - static_cast<int64_t>(s.size()))
+      return r.check_size(SIZE_MAX).with_prefix("center: ");
     int64_t total = w - len, left = total / 2 + (total & w & 1);
     return Value::string(std::string(left, ' ') + s + std::string(total - left, ' '));
   }
@@ -352,10 +367,17 @@ StatusOr<Value> filter_misc(const std::string& name, const Value& input, const A
     const Value* fill = a.get(1, "fill_with");
     if (!size || !size->is_integer() || size->as_int() <= 0) return invalid_argument("batch needs a positive size");
     ZL_ASSIGN_OR_RETURN(ValueList items, input.iterate());
+    // Filling pads the last batch to the size: what is built counts as loop
+    // iterations, so that batch(10**18, 'x') meets the render's limit.
+    const auto n = static_cast<uint64_t>(size->as_int());
+    uint64_t built = items.size();
+    if (fill && items.size() % n != 0) built += n - items.size() % n;
+    ZL_RETURN_IF_ERROR(r.count_iterations(static_cast<int64_t>(std::min<uint64_t>(built, INT64_MAX))));
     ValueList out;
-    for (size_t i = 0; i < items.size(); i += size->as_int()) {
-      ValueList chunk(items.begin() + i, items.begin() + std::min(items.size(), i + size->as_int()));
-      while (fill && static_cast<int64_t>(chunk.size()) < size->as_int()) chunk.push_back(*fill);
+    for (uint64_t i = 0; i < items.size(); i += n) {
+      const uint64_t end = std::min<uint64_t>(items.size(), i + n);
+      ValueList chunk(items.begin() + static_cast<std::ptrdiff_t>(i), items.begin() + static_cast<std::ptrdiff_t>(end));
+      while (fill && chunk.size() < n) chunk.push_back(*fill);
       out.push_back(Value::list(std::move(chunk)));
     }
     return Value::list(std::move(out));

@@ -379,13 +379,30 @@ void json_escape(const std::string& s, bool ensure_ascii, std::string& out) {
   out += '"';
 }
 
+// Checked before each separator and indentation is written, so that the
+// output never grows far past the limit (an indent of 10**9 once took 9 GB).
+Status check_room(const std::string& out, size_t add, const JsonDumpOptions& o) {
+  if (add > o.max_bytes || out.size() > o.max_bytes - add)
+    return resource_exhausted("tojson: output larger than the limit of ", o.max_bytes, " bytes");
+  return ok_status();
+}
+
 Status dump(const Value& v, const JsonDumpOptions& o, int depth, std::string& out) {
   if (depth > 256) return invalid_argument("tojson: value nested too deeply");
+  ZL_RETURN_IF_ERROR(check_room(out, 0, o));
   bool pretty = o.indent >= 0 || o.use_indent_str;
-  std::string unit = o.use_indent_str ? o.indent_str : std::string(std::max(o.indent, 0), ' ');
-  auto newline = [&](int level) {
+  const size_t unit_size = o.use_indent_str ? o.indent_str.size() : static_cast<size_t>(std::max(o.indent, 0));
+  auto separate = [&](bool first, int level) -> Status {
+    const size_t add = (first ? 0 : o.item_sep.size()) + (pretty ? 1 + static_cast<size_t>(level) * unit_size : 0);
+    ZL_RETURN_IF_ERROR(check_room(out, add, o));
+    if (!first) out += o.item_sep;
+    if (!pretty) return ok_status();
     out += '\n';
-    for (int i = 0; i < level; ++i) out += unit;
+    for (int i = 0; i < level; ++i) {
+      if (o.use_indent_str) out += o.indent_str;
+      else out.append(unit_size, ' ');
+    }
+    return ok_status();
   };
   switch (v.kind()) {
     case ValueKind::kNone: out += "null"; return ok_status();
@@ -404,11 +421,10 @@ Status dump(const Value& v, const JsonDumpOptions& o, int depth, std::string& ou
       }
       out += '[';
       for (size_t i = 0; i < v.items().size(); ++i) {
-        if (i > 0) out += o.item_sep;
-        if (pretty) newline(depth + 1);
+        ZL_RETURN_IF_ERROR(separate(i == 0, depth + 1));
         ZL_RETURN_IF_ERROR(dump(v.items()[i], o, depth + 1, out));
       }
-      if (pretty) newline(depth);
+      if (pretty) ZL_RETURN_IF_ERROR(separate(true, depth));
       out += ']';
       return ok_status();
     }
@@ -424,13 +440,12 @@ Status dump(const Value& v, const JsonDumpOptions& o, int depth, std::string& ou
       }
       out += '{';
       for (size_t i = 0; i < entries.size(); ++i) {
-        if (i > 0) out += o.item_sep;
-        if (pretty) newline(depth + 1);
+        ZL_RETURN_IF_ERROR(separate(i == 0, depth + 1));
         json_escape(entries[i]->first, o.ensure_ascii, out);
         out += o.key_sep;
         ZL_RETURN_IF_ERROR(dump(entries[i]->second, o, depth + 1, out));
       }
-      if (pretty) newline(depth);
+      if (pretty) ZL_RETURN_IF_ERROR(separate(true, depth));
       out += '}';
       return ok_status();
     }

@@ -108,6 +108,7 @@ struct JsonDumpOptions {
   bool sort_keys = false;
   std::string item_sep = ", ";
   std::string key_sep = ": ";
+  size_t max_bytes = SIZE_MAX;  // longer output is an error naming the limit
 };
 // json.dumps(v, ...); error for Undefined and callables as Python raises.
 StatusOr<std::string> to_json(const Value& v, const JsonDumpOptions& options);

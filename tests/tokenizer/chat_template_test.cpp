@@ -226,6 +226,19 @@ TEST(ChatTemplate, LimitsStopHostileTemplates) {
   EXPECT_NE(err("{{ 'x' * 100000000000 }}", Json::object(), limits).find("limit"), std::string::npos);
   EXPECT_NE(err("{% for i in range(100) %}{{ 'y' * 100000 }}{% endfor %}", Json::object(), limits).find("limit"),
             std::string::npos);
+  // Filters whose output is sized by an argument (issue 27: center took 11 GB,
+  // tojson's indent 9 GB, batch's fill without bound) meet the limits while
+  // they build it, not when it is emitted (`set` emits nothing).
+  for (const char* filter : {"'a'|center(2000000)", "[[1]]|tojson(indent=2000000)", "'a\nb'|indent(2000000)",
+                             "range(3)|batch(20000, 'x')", "[1]|batch(9223372036854775807, 0)"}) {
+    const std::string message = err(std::string("{% set x = ") + filter + " %}", Json::object(), limits);
+    EXPECT_TRUE(message.find("limit") != std::string::npos || message.find("loop iterations") != std::string::npos)
+        << filter << ": " << message;
+  }
+  EXPECT_EQ(ok("{{ 'a'|center(5) }}|{{ [[1]]|tojson(indent=2) }}|{{ range(5)|batch(2, 0)|list }}"),
+            "  a  |[\n  [\n    1\n  ]\n]|[[0, 1], [2, 3], [4, 0]]");
+  // Python: round(1.5, 2147483647) == 1.5, round(1.5, -2147483647) == 0.0 (was "nan").
+  EXPECT_EQ(ok("{{ 1.5|round(2147483647) }} {{ 1.5|round(-2147483647) }}"), "1.5 0.0");
   // Deep nesting in the source is a parse error, not a stack overflow.
   EXPECT_FALSE(err("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").empty());
   std::string chain = "{{ 1";
