@@ -15,18 +15,19 @@ namespace {
 
 using test::GgufWriter;
 
-// Metadata for a tiny llama: dim 8, 1 layer, 2 heads, 1 kv head, vocab 4.
-void add_llama_metadata(GgufWriter& w) {
-  w.add_string("general.architecture", "llama");
+// Metadata for a tiny model of `arch`: dim 8, 1 layer, 2 heads (of 4), 1
+// kv head, vocab 4, rope over rope_dims of each head.
+void add_llama_metadata(GgufWriter& w, const std::string& arch = "llama", uint32_t rope_dims = 4) {
+  w.add_string("general.architecture", arch);
   w.add_string("general.name", "tiny");
-  w.add_u32("llama.context_length", 32);
-  w.add_u32("llama.embedding_length", 8);
-  w.add_u32("llama.block_count", 1);
-  w.add_u32("llama.feed_forward_length", 16);
-  w.add_u32("llama.attention.head_count", 2);
-  w.add_u32("llama.attention.head_count_kv", 1);
-  w.add_u32("llama.rope.dimension_count", 4);
-  w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.add_u32(arch + ".context_length", 32);
+  w.add_u32(arch + ".embedding_length", 8);
+  w.add_u32(arch + ".block_count", 1);
+  w.add_u32(arch + ".feed_forward_length", 16);
+  w.add_u32(arch + ".attention.head_count", 2);
+  w.add_u32(arch + ".attention.head_count_kv", 1);
+  w.add_u32(arch + ".rope.dimension_count", rope_dims);
+  w.add_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
   w.add_string("tokenizer.ggml.model", "llama");
   w.add_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "a"});
   w.add_f32_array("tokenizer.ggml.scores", {0.0f, 0.0f, 0.0f, -1.5f});
@@ -421,20 +422,10 @@ namespace {
 // dimension.
 GgufWriter phi3_metadata(size_t num_factors) {
   GgufWriter w;
-  w.add_string("general.architecture", "phi3");
-  w.add_u32("phi3.context_length", 256);
-  w.add_u32("phi3.embedding_length", 8);
-  w.add_u32("phi3.block_count", 1);
-  w.add_u32("phi3.feed_forward_length", 16);
-  w.add_u32("phi3.attention.head_count", 2);
-  w.add_u32("phi3.attention.head_count_kv", 1);
-  w.add_u32("phi3.rope.dimension_count", 2);
-  w.add_u32("phi3.rope.scaling.original_context_length", 64);
+  add_llama_metadata(w, "phi3", 2);
+  w.add_u32("phi3.rope.scaling.original_context_length", 16);
   w.add_f32("phi3.rope.scaling.attn_factor", 1.25f);
   w.add_u32("phi3.attention.sliding_window", 0);
-  w.add_f32("phi3.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.add_string("tokenizer.ggml.model", "llama");
-  w.add_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "a"});
   w.add_f32_tensor("rope_factors_long.weight", {num_factors}, std::vector<float>(num_factors, 4.0f));
   w.add_f32_tensor("rope_factors_short.weight", {num_factors}, std::vector<float>(num_factors, 1.5f));
   return w;
@@ -454,7 +445,7 @@ TEST(GgufTest, Phi3ReadsLongRopeFactorsFromTensors) {
   EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLongRope);
   EXPECT_EQ(c->rope_scaling.long_factor, std::vector<float>{4.0f});
   EXPECT_EQ(c->rope_scaling.short_factor, std::vector<float>{1.5f});
-  EXPECT_EQ(c->rope_scaling.original_max_position_embeddings, 64);
+  EXPECT_EQ(c->rope_scaling.original_max_position_embeddings, 16);
   EXPECT_EQ(c->rope_scaling.attention_factor, 1.25f);
 
   GgufWriter bad = phi3_metadata(3);  // rope turns 2 dimensions: 1 factor each
