@@ -44,5 +44,15 @@ TEST(ChatCli, TemplateFileAndItsErrors) {
   EXPECT_NE(r.err.find("/nonexistent.jinja"), std::string::npos) << r.err;
 }
 
+// serve with a --chat-template that does not parse exits at start-up, naming
+// it (issue 27: it served on, answering every chat request 400).
+TEST(ChatCli, ServeRefusesATemplateThatDoesNotParse) {
+  std::string broken = test::write_temp_file("broken.jinja", "{% for m in messages %}{{ m.content }}");
+  auto r = test::run_cli({"serve", "--model", "dummy:tiny", "--port", "0", "--shm-name", "", "--chat-template", broken});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--chat-template"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("broken.jinja"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace zl

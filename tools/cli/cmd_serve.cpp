@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "common.h"
 #include "server/http_server.h"
+#include "tokenizer/chat_prompt.h"
 #include "transport/shm_server.h"
 #include "zerolayer/engine.h"
 
@@ -115,9 +116,14 @@ int run_serve(ServeFlags& f) {
   f.http.tokenizer_path = f.model.tokenizer;
   f.http.device = config->device;
   std::error_code ec;
-  if (!f.http.chat_template.empty() && f.http.chat_template != "chatml" &&
-      !std::filesystem::is_regular_file(f.http.chat_template, ec))
-    return report_error(invalid_argument("--chat-template: '", f.http.chat_template, "' is not a file (or 'chatml')"));
+  if (!f.http.chat_template.empty() && f.http.chat_template != "chatml") {
+    if (!std::filesystem::is_regular_file(f.http.chat_template, ec))
+      return report_error(invalid_argument("--chat-template: '", f.http.chat_template, "' is not a file (or 'chatml')"));
+    // One that does not parse stops start-up before the model loads (it used
+    // to leave every chat request a 400).
+    StatusOr<LoadedChatTemplate> parsed = load_chat_template("", "", "", f.http.chat_template, nullptr);
+    if (!parsed.ok()) return report_error(parsed.status().with_prefix("--chat-template"));
+  }
 
   // Blocked before any thread starts, so every thread inherits the mask and
   // only wait_signal() sees the signals.
