@@ -392,7 +392,9 @@ void HttpServer::Impl::handle(const std::shared_ptr<Session>& session, http::req
                 "invalid_request_error", "method_not_allowed", {{"Allow", std::string(http::to_string(route->method))}});
   if (route->route != Route::kHealth && !config.api_key.empty()) {
     std::string_view auth = request[http::field::authorization];
-    std::string_view token = auth.substr(0, 7) == "Bearer " ? auth.substr(7) : std::string_view();
+    // The scheme is case-insensitive (RFC 9110 11.1): "bearer" is "Bearer".
+    const bool bearer = auth.size() >= 7 && boost::beast::iequals(auth.substr(0, 7), "Bearer ");
+    std::string_view token = bearer ? auth.substr(7) : std::string_view();
     if (!same_secret(token, config.api_key))
       return fail(401, "missing or wrong API key (send Authorization: Bearer <key>)", "invalid_request_error",
                   "invalid_api_key");

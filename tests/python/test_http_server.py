@@ -370,6 +370,14 @@ def test_api_key(server):
             assert json.loads(data)["error"]["code"] == "invalid_api_key"
     status, _, _ = server.request("GET", "/health", key="wrong-key")
     assert status == 200
+    # The scheme is case-insensitive (RFC 9110): "bearer" as "Bearer".
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    for scheme in ("bearer", "BEARER"):
+        conn.request("GET", "/v1/models", headers={"Authorization": f"{scheme} {API_KEY}"})
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 200, scheme
+    conn.close()
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="nope",
                       max_retries=0).completions.create(model=MODEL, prompt="x", max_tokens=1)
