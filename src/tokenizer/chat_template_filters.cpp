@@ -160,10 +160,10 @@ StatusOr<Value> filter_indent(const Renderer& r, const Value& input, const Args&
   // Every line may get the pad: bound the output before building it.
   const int64_t pad_size = width && width->is_string() ? static_cast<int64_t>(width->str().size())
                                                        : width ? std::max<int64_t>(0, width->as_int()) : 4;
-  const auto lines = static_cast<int64_t>(std::count(s.begin(), s.end(), '\n')) + 1;
-  const int64_t limit = static_cast<int64_t>(r.env().limits.max_output_bytes);
-  if (pad_size > limit || lines * pad_size > limit - static_cast<int64_t>(s.size()))
-    return r.check_size(SIZE_MAX).with_prefix("indent: ");
+  const auto lines = static_cast<uint64_t>(std::count(s.begin(), s.end(), '\n')) + 1;
+  // Lines are bounded by the input, so only a pad past the limit can overflow.
+  const bool pad_fits = static_cast<uint64_t>(pad_size) <= r.env().limits.max_output_bytes;
+  ZL_RETURN_IF_ERROR(r.check_size(pad_fits ? s.size() + lines * static_cast<uint64_t>(pad_size) : SIZE_MAX).with_prefix("indent"));
   std::string pad = width && width->is_string() ? width->str() : std::string(static_cast<size_t>(pad_size), ' ');
   bool first = a.flag(1, "first", false), blank = a.flag(2, "blank", false);
   std::string out;
@@ -357,8 +357,7 @@ StatusOr<Value> filter_misc(Renderer& r, const std::string& name, const Value& i
     int64_t len = static_cast<int64_t>(utf8_chars(s).size());
     int64_t w = width ? width->as_int() : 80;
     if (w <= len) return Value::string(s);
-    if (w - len > static_cast<int64_t>(r.env().limits.max_output_bytes) - static_cast<int64_t>(s.size()))
-      return r.check_size(SIZE_MAX).with_prefix("center: ");
+    ZL_RETURN_IF_ERROR(r.check_size(s.size() + static_cast<uint64_t>(w - len)).with_prefix("center"));
     int64_t total = w - len, left = total / 2 + (total & w & 1);
     return Value::string(std::string(left, ' ') + s + std::string(total - left, ' '));
   }
