@@ -84,8 +84,7 @@ struct KvLayout {
 // chunks, but at most half the budget (the whole, without full layers).
 StatusOr<KvLayout> plan_kv_layout(const ModelConfig& mc, const EngineConfig& config, int64_t budget) {
   const int32_t bs = config.block_size;
-  int32_t num_windowed = 0;
-  for (int32_t layer = 0; layer < mc.num_layers; ++layer) num_windowed += mc.layer_window(layer) > 0;
+  int32_t num_windowed = mc.num_window_layers();
   const bool slots = num_windowed > 0 && !config.full_window_kv && mc.sliding_window < mc.max_seq_len;
   if (!slots) num_windowed = 0;
   KvLayout kv;

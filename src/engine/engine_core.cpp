@@ -751,10 +751,4 @@ std::vector<const SeqBlocks*> EngineCore::live_blocks() const {
   return live;
 }
 
-std::vector<const SeqWindow*> EngineCore::live_windows() const {
-  std::vector<const SeqWindow*> live;
-  for (const auto& seq : running_) live.push_back(&seq->window);
-  return live;
-}
-
 }  // namespace zl

@@ -60,12 +60,8 @@ class EngineCore {
 
   EngineStats stats() const;
   const KvPool& pool() const { return pool_; }
-  // The windowed layers' slots; null when the cache keeps them by block.
-  const WindowSlots* window_slots() const { return window_.get(); }
-  // For tests: the live sequences' block sets (for KvPool::check_invariants)
-  // and windows (WindowSlots::check_invariants), in the same order.
+  // For tests: the live sequences' block sets (for KvPool::check_invariants).
   std::vector<const SeqBlocks*> live_blocks() const;
-  std::vector<const SeqWindow*> live_windows() const;
 
  private:
   // Reads the measurements below a piece at a time, on this thread, rather

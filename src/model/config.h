@@ -90,6 +90,12 @@ struct ModelConfig {
   int32_t layer_window(int32_t layer) const {
     return layer_sliding.empty() || !layer_sliding[static_cast<size_t>(layer)] ? 0 : sliding_window;
   }
+  // How many layers attend to a window.
+  int32_t num_window_layers() const {
+    int32_t n = 0;
+    for (int32_t layer = 0; layer < num_layers; ++layer) n += layer_window(layer) > 0;
+    return n;
+  }
   float attention_scale() const;
   int32_t rope_dim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
 };

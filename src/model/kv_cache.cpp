@@ -12,9 +12,7 @@ void KvCache::lay_out(const ModelConfig& config, int32_t num_blocks, int32_t blo
   num_blocks_ = num_blocks;
   block_size_ = block_size;
   kv_dim_ = config.kv_dim();
-  bool any_window = false;
-  for (int32_t layer = 0; layer < config.num_layers; ++layer) any_window |= config.layer_window(layer) > 0;
-  num_window_slots_ = any_window ? num_window_slots : 0;
+  num_window_slots_ = config.num_window_layers() > 0 ? num_window_slots : 0;
   total_floats_ = 0;
   for (int32_t layer = 0; layer < config.num_layers; ++layer) {
     const bool windowed = num_window_slots_ > 0 && config.layer_window(layer) > 0;
