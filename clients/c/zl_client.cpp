@@ -73,8 +73,8 @@ struct zl_client {
     zl_shm_header& h = header();
     if (atomic(h.server_state).load(std::memory_order_acquire) == ZL_SHM_SERVER_STOPPED)
       return fail(ZL_ERR_SERVER_DEAD, "the server stopped");
-    if (kill(h.server_pid, 0) != 0 && errno == ESRCH)
-      return fail(ZL_ERR_SERVER_DEAD, "the server process " + std::to_string(h.server_pid) + " is gone");
+    if (kill(layout.server_pid(), 0) != 0 && errno == ESRCH)
+      return fail(ZL_ERR_SERVER_DEAD, "the server process " + std::to_string(layout.server_pid()) + " is gone");
     uint64_t beat = atomic(h.server_heartbeat_ns).load(std::memory_order_acquire);
     if (int64_t(now_ns() - beat) > int64_t(ZL_SHM_DEAD_AFTER_NS))
       return fail(ZL_ERR_SERVER_DEAD, "the server's heartbeat is over 1 s old");
@@ -107,12 +107,11 @@ int map_segment(const char* name, zl_client* c) {
   }
   c->base = base;
   c->bytes = uint64_t(st.st_size);
-  c->layout = zl::shm::Layout(base);
-  if (atomic(c->header().magic).load(std::memory_order_acquire) != ZL_SHM_MAGIC) {
+  if (atomic(static_cast<zl_shm_header*>(base)->magic).load(std::memory_order_acquire) != ZL_SHM_MAGIC) {
     g_connect_error = std::string(name) + " has no zerolayer header (yet)";
     return ZL_ERR_PROTOCOL;
   }
-  if (const char* why = zl::shm::Layout::check(c->header(), c->bytes)) {
+  if (const char* why = zl::shm::Layout::adopt(base, c->bytes, &c->layout)) {
     g_connect_error = std::string(name) + ": " + why;
     return ZL_ERR_PROTOCOL;
   }
@@ -120,7 +119,7 @@ int map_segment(const char* name, zl_client* c) {
 }
 
 int claim_slot(zl_client* c) {
-  uint32_t num_clients = c->header().num_clients;
+  uint32_t num_clients = c->layout.num_clients();
   for (uint32_t i = 0; i < num_clients; ++i) {
     zl_shm_client& slot = c->layout.client(i);
     uint32_t expected = ZL_SHM_CLIENT_FREE;
@@ -366,7 +365,7 @@ void note_spin_end(zl_client* c, bool preempted, uint64_t now) {
 
 int zl_client_next_event(zl_client* c, zl_event* event, int timeout_ms) {
   zl_shm_client& me = c->me();
-  uint32_t num_slots = c->header().response_ring_slots;
+  uint32_t num_slots = c->layout.response_ring_slots();
   uint64_t start = now_ns();
   uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : start + uint64_t(timeout_ms) * 1'000'000;
   if (start - c->cpus_checked_ns >= kCheckCpusNs) {

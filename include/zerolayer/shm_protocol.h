@@ -69,6 +69,18 @@
  * 1 s), aborts its requests, waits for their terminal events, resets its
  * response ring, bumps generation and frees the slot, all within 1 s.
  *
+ * Trust. Every client maps the whole segment read-write, so the server
+ * treats all of it as hostile: it copies the geometry (offsets, counts,
+ * sizes) into private memory when it creates the segment and never reads it
+ * back; if a client changes the header's constant fields the server writes
+ * them back within 100 ms, so that later clients can still connect; every
+ * record is copied out of its slot before it is validated. The mode-0600
+ * segment admits only the server's user. Within that user the protocol does
+ * not isolate clients from each other: a process that writes arbitrary bytes
+ * can also rewrite another client's slot state or response ring, so a
+ * per-client secret in this segment would prove nothing. Clients that must
+ * not trust each other belong to different users (and servers).
+ *
  * Words marked (atomic) are accessed only with atomic operations (C11
  * atomics, std::atomic_ref, __atomic builtins); the others are plain data
  * made visible by the release/acquire on a ring's sequence.

@@ -56,11 +56,13 @@ inline bool wake_if_sleeping(uint32_t& sleeping, uint32_t& futex_word) {
   return true;
 }
 
-// Pointers into a mapped segment whose header has been checked by check().
+// Pointers into a mapped segment. The geometry (offsets, counts, sizes, the
+// server's identity) is copied once out of a checked header into private
+// members: any client can write the shared header, so after adopt() only its
+// atomic words (positions, futexes, heartbeat, state) are read from it.
 class Layout {
  public:
   Layout() = default;
-  explicit Layout(void* base) : base_(static_cast<uint8_t*>(base)) {}
 
   // Why a header is unusable, or nullptr. `mapped_bytes` is what the caller mapped.
   static const char* check(const zl_shm_header& h, uint64_t mapped_bytes) {
@@ -83,21 +85,48 @@ class Layout {
     return nullptr;
   }
 
+  // The layout of the segment mapped at `base` (`mapped_bytes` long), from
+  // one private copy of its header, checked; nullptr, or why it is unusable.
+  static const char* adopt(void* base, uint64_t mapped_bytes, Layout* out) {
+    if (mapped_bytes < sizeof(zl_shm_header)) return "segment smaller than a header";
+    zl_shm_header copy;
+    std::memcpy(&copy, base, sizeof(copy));
+    if (const char* why = check(copy, mapped_bytes)) return why;
+    *out = Layout(base, copy);
+    return nullptr;
+  }
+
+  // `h` is the header as its creator wrote it (the server's own copy).
+  Layout(void* base, const zl_shm_header& h)
+      : base_(static_cast<uint8_t*>(base)), client_table_offset_(h.client_table_offset),
+        request_ring_offset_(h.request_ring_offset), response_rings_offset_(h.response_rings_offset),
+        response_ring_bytes_(h.response_ring_bytes), stats_offset_(h.stats_offset), stats_bytes_(h.stats_bytes),
+        server_start_ns_(h.server_start_ns), num_clients_(h.num_clients), request_ring_slots_(h.request_ring_slots),
+        response_ring_slots_(h.response_ring_slots), max_inflight_per_client_(h.max_inflight_per_client),
+        server_pid_(h.server_pid) {}
+
   zl_shm_header& header() const { return *reinterpret_cast<zl_shm_header*>(base_); }
   zl_shm_client& client(uint32_t index) const {
-    return reinterpret_cast<zl_shm_client*>(base_ + header().client_table_offset)[index];
+    return reinterpret_cast<zl_shm_client*>(base_ + client_table_offset_)[index];
   }
   zl_shm_request_slot& request_slot(uint64_t pos) const {
-    auto* slots = reinterpret_cast<zl_shm_request_slot*>(base_ + header().request_ring_offset);
-    return slots[pos & (header().request_ring_slots - 1)];
+    auto* slots = reinterpret_cast<zl_shm_request_slot*>(base_ + request_ring_offset_);
+    return slots[pos & (request_ring_slots_ - 1)];
   }
   zl_shm_response_slot& response_slot(uint32_t client_index, uint64_t pos) const {
-    const zl_shm_header& h = header();
-    auto* slots = reinterpret_cast<zl_shm_response_slot*>(base_ + h.response_rings_offset +
-                                                          client_index * h.response_ring_bytes);
-    return slots[pos & (h.response_ring_slots - 1)];
+    auto* slots = reinterpret_cast<zl_shm_response_slot*>(base_ + response_rings_offset_ +
+                                                          client_index * response_ring_bytes_);
+    return slots[pos & (response_ring_slots_ - 1)];
   }
   uint8_t* base() const { return base_; }
+  uint32_t num_clients() const { return num_clients_; }
+  uint32_t request_ring_slots() const { return request_ring_slots_; }
+  uint32_t response_ring_slots() const { return response_ring_slots_; }
+  uint32_t max_inflight_per_client() const { return max_inflight_per_client_; }
+  uint64_t stats_offset() const { return stats_offset_; }
+  uint64_t stats_bytes() const { return stats_bytes_; }
+  int32_t server_pid() const { return server_pid_; }
+  uint64_t server_start_ns() const { return server_start_ns_; }
 
  private:
   static bool is_pow2(uint32_t n) { return n != 0 && (n & (n - 1)) == 0; }
@@ -105,6 +134,10 @@ class Layout {
     return offset <= total && bytes <= total - offset;
   }
   uint8_t* base_ = nullptr;
+  uint64_t client_table_offset_ = 0, request_ring_offset_ = 0, response_rings_offset_ = 0, response_ring_bytes_ = 0;
+  uint64_t stats_offset_ = 0, stats_bytes_ = 0, server_start_ns_ = 0;
+  uint32_t num_clients_ = 0, request_ring_slots_ = 1, response_ring_slots_ = 1, max_inflight_per_client_ = 0;
+  int32_t server_pid_ = 0;
 };
 
 enum class PushResult { kOk, kFull, kLost };

@@ -8,8 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <thread>
+
+#include "core/log.h"
 
 namespace zl {
 namespace {
@@ -29,47 +32,77 @@ bool pid_alive(int32_t pid) {
   return kill(pid, 0) == 0 || errno != ESRCH;  // EPERM: alive, someone else's
 }
 
-// What an existing segment's header says, read without trusting its size.
-enum class Occupant { kLive, kStale, kNoHeader };
+// What occupies an existing name, read without trusting its size.
+enum class Occupant {
+  kLive,      // a zerolayer server that is alive
+  kStale,     // a zerolayer segment whose server stopped or died
+  kStarting,  // empty, or a zerolayer header without its magic yet: a server mid-creation, or one that died there
+  kForeign,   // anything else: not ours to remove
+};
 
-Occupant inspect(const std::string& name, int32_t* pid_out) {
+// A header whose magic is not stored yet but whose fields are ours (or zero).
+bool looks_like_ours_unfinished(const zl_shm_header& h) {
+  return h.magic == 0 && (h.version == 0 || h.version == ZL_SHM_VERSION) &&
+         (h.header_bytes == 0 || h.header_bytes == ZL_SHM_HEADER_BYTES);
+}
+
+Occupant inspect(const std::string& name, int32_t* pid_out, std::string* why) {
   int fd = shm_open(name.c_str(), O_RDONLY, 0);
   if (fd < 0) return Occupant::kStale;  // vanished meanwhile: create again
   struct stat st;
-  Occupant result = Occupant::kNoHeader;
-  if (fstat(fd, &st) == 0 && uint64_t(st.st_size) >= sizeof(zl_shm_header)) {
+  Occupant result = Occupant::kForeign;
+  *why = "it is not a zerolayer segment";
+  if (fstat(fd, &st) != 0) {
+    *why = std::string("fstat failed: ") + std::strerror(errno);
+  } else if (st.st_size == 0) {
+    result = Occupant::kStarting;
+    *why = "it is empty";
+  } else if (uint64_t(st.st_size) >= sizeof(zl_shm_header)) {
     void* p = mmap(nullptr, sizeof(zl_shm_header), PROT_READ, MAP_SHARED, fd, 0);
     if (p != MAP_FAILED) {
-      auto& h = *static_cast<zl_shm_header*>(p);
-      if (shm::atomic(h.magic).load(std::memory_order_acquire) == ZL_SHM_MAGIC) {
-        *pid_out = h.server_pid;
-        result = check_server_alive(h, name).ok() ? Occupant::kLive : Occupant::kStale;
-      }
+      zl_shm_header h;
+      const bool has_magic = shm::atomic(static_cast<zl_shm_header*>(p)->magic).load(std::memory_order_acquire) ==
+                             ZL_SHM_MAGIC;
+      std::memcpy(&h, p, sizeof(h));
       munmap(p, sizeof(zl_shm_header));
+      if (has_magic) {
+        *pid_out = h.server_pid;
+        Status alive = check_server_alive(h, name);
+        result = alive.ok() ? Occupant::kLive : Occupant::kStale;
+        *why = alive.message();
+      } else if (looks_like_ours_unfinished(h)) {
+        result = Occupant::kStarting;
+        *why = "a zerolayer server died while creating it";
+      }
     }
   }
   close(fd);
   return result;
 }
 
-// Opens `name` exclusively, replacing a stale occupant once.
+// Opens `name` exclusively, replacing a stale zerolayer segment once.
 StatusOr<int> open_exclusive(const std::string& name) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd >= 0) return fd;
     if (errno != EEXIST) return internal_error("shm_open(", name, "): ", std::strerror(errno));
     int32_t pid = 0;
-    Occupant occupant = inspect(name, &pid);
-    if (occupant == Occupant::kNoHeader) {
+    std::string why;
+    Occupant occupant = inspect(name, &pid, &why);
+    if (occupant == Occupant::kStarting) {
       // Maybe a server between shm_open and its magic: give it time.
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      occupant = inspect(name, &pid);
-      if (occupant == Occupant::kNoHeader) occupant = Occupant::kStale;
+      occupant = inspect(name, &pid, &why);
+      if (occupant == Occupant::kStarting) occupant = Occupant::kStale;
     }
     if (occupant == Occupant::kLive)
       return invalid_argument("shared-memory segment ", name, " is in use by a live zerolayer server (pid ", pid,
                               "); pick another --shm-name or stop that server");
-    shm_unlink(name.c_str());  // stale: a crashed server's leftovers
+    if (occupant == Occupant::kForeign)
+      return invalid_argument("shared-memory name ", name, " is taken and ", why,
+                              "; pick another --shm-name, or remove /dev/shm", name, " if it is garbage");
+    log_warn("shm: replacing the stale segment ", name, ": ", why);
+    shm_unlink(name.c_str());
   }
   return internal_error("shared-memory segment ", name, " keeps reappearing; giving up");
 }
@@ -146,9 +179,10 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::create(const ShmSegmentConfig&
   }
   segment->base_ = base;
   segment->bytes_ = total;
-  segment->layout_ = shm::Layout(base);
 
-  zl_shm_header& h = segment->layout_.header();
+  // The header is composed privately and the layout taken from that copy.
+  zl_shm_header h;
+  std::memset(&h, 0, sizeof(h));
   h.version = ZL_SHM_VERSION;
   h.header_bytes = ZL_SHM_HEADER_BYTES;
   h.total_bytes = total;
@@ -170,21 +204,40 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::create(const ShmSegmentConfig&
   h.max_inflight_per_client = response_slots / 2;
   h.stats_offset = stats_offset;
   h.stats_bytes = stats_bytes;
+  std::memcpy(base, &h, sizeof(h));
+  segment->layout_ = shm::Layout(base, h);
+  segment->written_ = h;
+  segment->written_.magic = ZL_SHM_MAGIC;
   for (uint64_t pos = 0; pos < config.request_ring_slots; ++pos) segment->layout_.request_slot(pos).sequence = pos;
   for (uint32_t c = 0; c < config.num_clients; ++c)
     for (uint64_t pos = 0; pos < response_slots; ++pos) segment->layout_.response_slot(c, pos).sequence = pos;
-  h.server_state = ZL_SHM_SERVER_RUNNING;
-  shm::atomic(h.magic).store(ZL_SHM_MAGIC, std::memory_order_release);  // last: the segment is now valid
+  zl_shm_header& shared = segment->layout_.header();
+  shm::atomic(shared.server_state).store(ZL_SHM_SERVER_RUNNING, std::memory_order_relaxed);
+  shm::atomic(shared.magic).store(ZL_SHM_MAGIC, std::memory_order_release);  // last: the segment is now valid
   return segment;
+}
+
+bool ShmSegment::repair_header() {
+  // The constant fields: [magic, server_state) and [server_start_ns, pad0).
+  constexpr size_t kRanges[2][2] = {{0, offsetof(zl_shm_header, server_state)},
+                                    {offsetof(zl_shm_header, server_start_ns), offsetof(zl_shm_header, pad0)}};
+  const auto* want = reinterpret_cast<const uint8_t*>(&written_);
+  auto* shared = static_cast<uint8_t*>(base_);
+  bool repaired = false;
+  for (const auto& [begin, end] : kRanges) {
+    if (std::memcmp(shared + begin, want + begin, end - begin) == 0) continue;
+    std::memcpy(shared + begin, want + begin, end - begin);
+    repaired = true;
+  }
+  return repaired;
 }
 
 ShmSegment::~ShmSegment() {
   if (base_ == nullptr) return;
-  zl_shm_header& h = layout_.header();
-  shm::atomic(h.server_state).store(ZL_SHM_SERVER_STOPPED, std::memory_order_release);
+  shm::atomic(layout_.header().server_state).store(ZL_SHM_SERVER_STOPPED, std::memory_order_release);
   // Unlink only our own segment: if ours was taken for stale (a long stall),
   // a later server owns the name now and its segment is not ours to remove.
-  if (names_this_segment(name_, h.server_pid, h.server_start_ns)) shm_unlink(name_.c_str());
+  if (names_this_segment(name_, layout_.server_pid(), layout_.server_start_ns())) shm_unlink(name_.c_str());
   munmap(base_, bytes_);
 }
 

@@ -3,10 +3,11 @@
 // the regions of zerolayer/shm_protocol.h, and unlink it at the end.
 //
 // Stale means: a zerolayer header whose server pid is gone, whose heartbeat
-// is older than ZL_SHM_DEAD_AFTER_NS or whose state is STOPPED; or a
-// segment without a valid header that stays so for 200 ms (a server that
-// died between shm_open and writing its magic). Anything else is live and
-// start fails with an error naming the segment and its pid.
+// is older than ZL_SHM_DEAD_AFTER_NS or whose state is STOPPED; or an empty
+// segment, or one with a zerolayer header but no magic, that stays so for
+// 200 ms (a server that died between shm_open and writing its magic). A
+// stale segment is replaced with a warning. A live one, or anything that is
+// not a zerolayer segment, is left alone and start fails naming it.
 #pragma once
 
 #include <cstdint>
@@ -37,12 +38,18 @@ class ShmSegment {
   ShmSegment& operator=(const ShmSegment&) = delete;
 
   const shm::Layout& layout() const { return layout_; }
-  // The stats region (zerolayer/stats_protocol.h): header.stats_bytes at header.stats_offset.
-  void* stats_region() const { return static_cast<uint8_t*>(base_) + layout_.header().stats_offset; }
+  // The stats region (zerolayer/stats_protocol.h): layout().stats_bytes() at stats_offset().
+  void* stats_region() const { return static_cast<uint8_t*>(base_) + layout_.stats_offset(); }
   const std::string& name() const { return name_; }
+
+  // Rewrites the header's constant fields (everything but the state,
+  // heartbeat and ring words) from the server's private copy if a client
+  // changed them, so that later clients can still connect. True if it did.
+  bool repair_header();
 
  private:
   ShmSegment() = default;
+  zl_shm_header written_{};  // the header as created (magic included)
   std::string name_;
   void* base_ = nullptr;
   uint64_t bytes_ = 0;

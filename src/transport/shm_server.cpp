@@ -29,7 +29,7 @@ bool pid_alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != E
 
 struct Counters {
   std::atomic<int64_t> submitted{0}, rejected{0}, unroutable{0}, stale{0}, skipped{0}, reclaimed{0},
-      overflows{0}, signature_hints{0};
+      overflows{0}, signature_hints{0}, header_repairs{0};
 };
 
 class ShmSink;
@@ -101,6 +101,7 @@ class ShmServer::Impl {
   void prune_finished();
 
   uint64_t dequeue_pos_ = 0;
+  uint64_t last_repair_log_ns_ = 0;
   std::unique_ptr<zl_shm_request> scratch_;  // the copied-out record
 };
 
@@ -186,11 +187,11 @@ ShmServer::Impl::Impl(Engine& engine, std::unique_ptr<ShmSegment> segment, const
                                engine.model_info().gguf_chat_template, config.chat_template, &engine.tokenizer())),
       end_of_turn_ids_(end_of_turn_token_ids(engine.tokenizer())),
       scratch_(std::make_unique<zl_shm_request>()) {
-  num_clients_ = layout_.header().num_clients;
+  num_clients_ = layout_.num_clients();
   clients_ = std::make_unique<ClientState[]>(num_clients_);
   limits_.vocab_size = engine.model_info().vocab_size;
   limits_.max_seq_len = engine.model_info().max_seq_len;
-  limits_.server_start_ns = layout_.header().server_start_ns;
+  limits_.server_start_ns = layout_.server_start_ns();
   reader_ = std::thread([this] { run(); });
 }
 
@@ -274,7 +275,7 @@ bool ShmServer::Impl::drain_one() {
   zl_shm_request_slot& slot = layout_.request_slot(dequeue_pos_);
   if (!shm::ring_ready(slot, dequeue_pos_)) return false;
   copy_request_out(slot.request, scratch_.get());
-  shm::ring_release(slot, dequeue_pos_, layout_.header().request_ring_slots);
+  shm::ring_release(slot, dequeue_pos_, layout_.request_ring_slots());
   ++dequeue_pos_;
   shm::atomic(layout_.header().request_dequeue_pos).store(dequeue_pos_, std::memory_order_relaxed);
   handle(*scratch_);
@@ -296,7 +297,7 @@ void ShmServer::Impl::skip_dead_claim(uint64_t pos, uint64_t* stuck_since_ns) {
   zl_shm_request_slot& slot = layout_.request_slot(pos);
   uint64_t expected = pos;
   // The CAS fails if the producer published meanwhile; then drain takes it.
-  if (shm::atomic(slot.sequence).compare_exchange_strong(expected, pos + layout_.header().request_ring_slots)) {
+  if (shm::atomic(slot.sequence).compare_exchange_strong(expected, pos + layout_.request_ring_slots())) {
     ++dequeue_pos_;
     counters_.skipped.fetch_add(1, std::memory_order_relaxed);
     log_warn("shm: skipped request position ", pos, " claimed by a dead client");
@@ -317,6 +318,14 @@ void ShmServer::Impl::sleep_until_request() {
 
 void ShmServer::Impl::tick(uint64_t now) {
   shm::atomic(layout_.header().server_heartbeat_ns).store(now, std::memory_order_release);
+  if (segment_->repair_header()) {
+    counters_.header_repairs.fetch_add(1, std::memory_order_relaxed);
+    if (now - last_repair_log_ns_ >= 1'000'000'000) {
+      log_warn("shm: a client overwrote the segment header of ", segment_->name(), "; restored it (",
+               counters_.header_repairs.load(), " times so far)");
+      last_repair_log_ns_ = now;
+    }
+  }
   for (uint32_t c = 0; c < num_clients_; ++c) monitor_client(c, now);
   if (overflow_pending_.exchange(0, std::memory_order_acq_rel) > 0) abort_overflowed();
   prune_finished();
@@ -393,7 +402,7 @@ void ShmServer::Impl::handle_submit(uint32_t c, const zl_shm_request& record) {
   auto it = cs.live.find(id);
   if (it != cs.live.end() && !it->second->finished())
     return push_error(c, id, invalid_argument("client_request_id ", id, " is already in flight"));
-  if (uint32_t(cs.num_inflight.load()) >= layout_.header().max_inflight_per_client)
+  if (uint32_t(cs.num_inflight.load()) >= layout_.max_inflight_per_client())
     return push_error(c, id, resource_exhausted("client has ", cs.num_inflight.load(),
                                                 " requests in flight, the most max_inflight_per_client allows"));
   WireRequest wire;
@@ -471,7 +480,7 @@ void ShmServer::Impl::begin_reclaim(uint32_t c) {
 void ShmServer::Impl::finish_reclaim(uint32_t c) {
   ClientState& cs = clients_[c];
   zl_shm_client& client = layout_.client(c);
-  uint32_t num_slots = layout_.header().response_ring_slots;
+  uint32_t num_slots = layout_.response_ring_slots();
   for (uint64_t pos = 0; pos < num_slots; ++pos)
     shm::atomic(layout_.response_slot(c, pos).sequence).store(pos, std::memory_order_relaxed);
   shm::atomic(cs.enqueue_pos).store(0, std::memory_order_relaxed);
@@ -515,7 +524,7 @@ StatusOr<std::unique_ptr<ShmServer>> ShmServer::start(Engine& engine, const ShmS
   ZL_ASSIGN_OR_RETURN(std::unique_ptr<ShmSegment> segment, ShmSegment::create(segment_config));
   void* stats_region = segment->stats_region();
   auto server = std::unique_ptr<ShmServer>(new ShmServer(std::make_unique<Impl>(engine, std::move(segment), config)));
-  ZL_RETURN_IF_ERROR(engine.attach_stats_region(stats_region, server->impl_->layout_.header().stats_bytes)
+  ZL_RETURN_IF_ERROR(engine.attach_stats_region(stats_region, server->impl_->layout_.stats_bytes())
                          .with_prefix("stats region: "));
   return server;
 }
@@ -535,6 +544,7 @@ ShmServerStats ShmServer::stats() const {
   s.num_clients_reclaimed = k.reclaimed.load();
   s.num_overflows = k.overflows.load();
   s.num_signature_hints = k.signature_hints.load();
+  s.num_header_repairs = k.header_repairs.load();
   return s;
 }
 

@@ -43,6 +43,7 @@ struct ShmServerStats {
   int64_t num_clients_reclaimed = 0;  // dead or closed clients whose slot was freed
   int64_t num_overflows = 0;       // requests aborted because their client's ring was full
   int64_t num_signature_hints = 0; // requests that carried a first-block signature
+  int64_t num_header_repairs = 0;  // ticks that found the header's constant fields changed by a client
 };
 
 class ShmServer {
