@@ -1,10 +1,13 @@
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -32,6 +35,7 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kWriteTimeout = std::chrono::seconds(60);  // a client that stops reading is dropped
 constexpr auto kBodyTimeout = std::chrono::seconds(60);
 constexpr auto kDrainTimeout = std::chrono::seconds(1);   // reading the rest of a refused body before close
+constexpr auto kPeerCheckPeriod = std::chrono::milliseconds(100);  // while a response is pending
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
 std::string json_error(int status, std::string message, std::string type, std::string code) {
@@ -195,7 +199,31 @@ class Session : public ResponseWriter, public std::enable_shared_from_this<Sessi
   void on_body(beast::error_code ec) {
     if (ec) return on_read_error(ec);
     stream_.expires_never();
+    watch_peer(++watch_generation_);
     server_.handle(shared_from_this(), parser_->release());
+  }
+
+  // While a response is being produced no read is pending, so a client that
+  // leaves is not noticed until a write fails, and a non-streamed job (or a
+  // stream still in prefill) would run on for nothing. Until the response is
+  // complete, peek at the socket every kPeerCheckPeriod: end of stream or an
+  // error closes the connection, which aborts the job (on_close).
+  void watch_peer(uint64_t generation) {
+    peer_timer_.expires_after(kPeerCheckPeriod);
+    peer_timer_.async_wait([self = shared_from_this(), generation](beast::error_code ec) {
+      if (ec || self->closed_ || generation != self->watch_generation_) return;
+      if (self->peer_gone()) return self->close();
+      self->watch_peer(generation);
+    });
+  }
+
+  // EOF or a reset on the socket; bytes waiting (a pipelined request) mean the peer is there.
+  bool peer_gone() {
+    char byte;
+    ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return false;
+    if (n == 0) return true;
+    return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
   }
 
   // Malformed or oversized requests get their status and the connection is
@@ -249,6 +277,8 @@ class Session : public ResponseWriter, public std::enable_shared_from_this<Sessi
   void maybe_next() {
     if (writing_ || !response_complete_ || closed_) return;
     response_complete_ = false;
+    ++watch_generation_;  // the response is out: stop watching
+    peer_timer_.cancel();
     end_busy();
     if (keep_alive_ && !server_.draining.load()) return read_header();
     graceful_close();
@@ -277,6 +307,7 @@ class Session : public ResponseWriter, public std::enable_shared_from_this<Sessi
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
+    peer_timer_.cancel();
     end_busy();
     std::function<void()> on_close = std::move(on_close_);
     on_close_ = nullptr;
@@ -302,6 +333,8 @@ class Session : public ResponseWriter, public std::enable_shared_from_this<Sessi
   std::vector<net::const_buffer> buffers_;
   std::array<char, 64 * 1024> scratch_;
   std::function<void()> on_close_;
+  net::steady_timer peer_timer_{stream_.get_executor()};
+  uint64_t watch_generation_ = 0;
   bool writing_ = false;
   bool response_complete_ = false;
   bool keep_alive_ = true;

@@ -444,6 +444,18 @@ def test_still_serving_after_bad_input(server):
 
 # ---------------------------------------------------------------- disconnects free their KV memory
 
+def _wait_idle(server, timeout):
+    """Metrics once nothing runs and no KV block is held; fails after `timeout` s."""
+    deadline = time.time() + timeout
+    while True:
+        m = server.metrics()
+        if m["vllm:num_requests_running"] == 0 and m["vllm:num_requests_waiting"] == 0 and \
+                m["zerolayer:kv_blocks_used"] == 0 and m["zerolayer:http_completions_in_flight"] == 0:
+            return m
+        assert time.time() < deadline, m
+        time.sleep(0.05)
+
+
 def _stream(port, max_tokens, disconnect_after, results, index):
     body = json.dumps({"prompt": f"client {index}", "max_tokens": max_tokens, "stream": True, "ignore_eos": True,
                        "stream_options": {"include_usage": True}, "temperature": 0.8, "seed": index})
@@ -491,19 +503,29 @@ def test_disconnects_free_kv(server):
         usage = [e["usage"] for e in events if e.get("usage")]
         assert usage and usage[-1]["completion_tokens"] == max_tokens
         assert [c["finish_reason"] for e in events for c in e["choices"] if c["finish_reason"]] == ["length"]
-    deadline = time.time() + 10
-    while True:
-        m = server.metrics()
-        if m["vllm:num_requests_running"] == 0 and m["vllm:num_requests_waiting"] == 0 and \
-                m["vllm:kv_cache_usage_perc"] == 0 and m["zerolayer:http_completions_in_flight"] == 0:
-            break
-        assert time.time() < deadline, m
-        time.sleep(0.05)
-    assert m["zerolayer:kv_blocks_used"] == 0
+    m = _wait_idle(server, timeout=10)
+    assert m["vllm:kv_cache_usage_perc"] == 0
     # Most leavers are seen mid-stream (a write fails) and aborted, not run to the end.
     print("client disconnects seen:", m["zerolayer:http_client_disconnects_total"])
     assert m["zerolayer:http_client_disconnects_total"] >= 10
     test_still_serving_after_bad_input(server)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_client_gone_before_the_response_aborts_the_job(server, stream):
+    # 64 choices of 480 tokens take seconds; the client leaves after 0.3 s,
+    # before any byte of the response (non-streamed) or while no write is due.
+    before = server.metrics()["zerolayer:http_client_disconnects_total"]
+    body = json.dumps({"prompt": "leave early", "max_tokens": 480, "n": 64, "ignore_eos": True, "stream": stream})
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sock.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
+                  f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+    time.sleep(0.3)
+    left = time.time()
+    sock.close()
+    m = _wait_idle(server, timeout=2.0)
+    print(f"stream={stream}: idle {time.time() - left:.2f} s after the client left")
+    assert m["zerolayer:http_client_disconnects_total"] >= before + 1
 
 
 # ---------------------------------------------------------------- queue full, shutdown, goldens
