@@ -17,6 +17,7 @@
 
 #include "core/log.h"
 #include "server/completion_job.h"
+#include "server/cpu_workers.h"
 #include "server/openai_api.h"
 #include "server/sse.h"
 #include "server/stats_monitor.h"
@@ -100,6 +101,7 @@ class HttpServer::Impl {
   std::atomic<int64_t> num_disconnects{0};
   JobRegistry registry;
   std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
+  CpuWorkers workers{config.num_cpu_workers, config.max_queued_cpu_jobs};
 
   // One io_context per I/O thread, each connection pinned to one of them:
   // a connection's handlers then never hop threads (no strand, no wakeup of
@@ -127,7 +129,10 @@ class HttpServer::Impl {
   std::atomic<uint64_t> next_response_id{1};
 
  private:
-  void handle_completions(const std::shared_ptr<Session>& session, Engine& engine, const std::string& body, bool chat);
+  void run_on_worker(const std::shared_ptr<Session>& session, Route route, Engine& engine, const std::string& body,
+                     uint64_t received_ns);
+  void prepare_completion(const std::shared_ptr<Session>& session, Engine& engine, const std::string& body, bool chat,
+                          uint64_t received_ns);
   void handle_metrics(const std::shared_ptr<Session>& session);
   void handle_health(const std::shared_ptr<Session>& session);
 };
@@ -436,37 +441,58 @@ void HttpServer::Impl::handle(const std::shared_ptr<Session>& session, http::req
   if (route->route == Route::kHealth) return handle_health(session);
   Engine* e = engine.load(std::memory_order_acquire);
   if (!e) return fail(503, "the model is still loading", "server_error", "loading", {{"Retry-After", "1"}});
-  std::string out;
-  std::optional<ApiError> error;
-  switch (route->route) {
-    case Route::kCompletions: return handle_completions(session, *e, request.body(), false);
-    case Route::kChat: return handle_completions(session, *e, request.body(), true);
-    case Route::kApplyTemplate: error = apply_template_body(request.body(), chat, out); break;
-    case Route::kModels:
-      return session->respond(200, "application/json", models_body(served_name, e->model_info().name, created,
-                                                                   limits.max_seq_len), {});
-    case Route::kMetrics: return handle_metrics(session);
-    case Route::kTokenize: error = tokenize_body(request.body(), e->tokenizer(), limits, out); break;
-    case Route::kDetokenize: error = detokenize_body(request.body(), e->tokenizer(), limits, out); break;
-    case Route::kHealth: return;
-  }
-  if (error) return session->respond(error->http_status, "application/json", error_body(*error), {});
-  session->respond(200, "application/json", std::move(out), {});
+  if (route->route == Route::kModels)
+    return session->respond(200, "application/json",
+                            models_body(served_name, e->model_info().name, created, limits.max_seq_len), {});
+  if (route->route == Route::kMetrics) return handle_metrics(session);
+  // The rest parse bodies of up to max_body_bytes and tokenize: on a worker.
+  // Parsing and tokenizing count as transport in (CLOCK_MONOTONIC, as steady_clock on Linux).
+  const uint64_t received = uint64_t(std::chrono::nanoseconds(Clock::now().time_since_epoch()).count());
+  const bool queued = workers.try_post([this, session, route = route->route, e, received,
+                                        body = std::move(request.body())] { run_on_worker(session, route, *e, body, received); });
+  if (!queued)
+    fail(503, "the server is busy parsing other requests; retry", "server_error", "busy", {{"Retry-After", "1"}});
 }
 
-void HttpServer::Impl::handle_completions(const std::shared_ptr<Session>& session, Engine& e, const std::string& body,
-                                          bool is_chat) {
-  // Parsing and tokenizing count as transport in (CLOCK_MONOTONIC, as steady_clock on Linux).
-  const auto received = std::chrono::steady_clock::now().time_since_epoch();
+namespace {
+
+// Any answer from a worker goes through the connection's strand.
+void respond_json(const std::shared_ptr<Session>& session, int status, std::string body) {
+  session->post([session, status, body = std::move(body)]() mutable {
+    session->respond(status, "application/json", std::move(body), {});
+  });
+}
+
+}  // namespace
+
+void HttpServer::Impl::run_on_worker(const std::shared_ptr<Session>& session, Route route, Engine& e,
+                                     const std::string& body, uint64_t received_ns) {
+  std::string out;
+  std::optional<ApiError> error;
+  switch (route) {
+    case Route::kCompletions: return prepare_completion(session, e, body, false, received_ns);
+    case Route::kChat: return prepare_completion(session, e, body, true, received_ns);
+    case Route::kApplyTemplate: error = apply_template_body(body, chat, out); break;
+    case Route::kTokenize: error = tokenize_body(body, e.tokenizer(), limits, out); break;
+    case Route::kDetokenize: error = detokenize_body(body, e.tokenizer(), limits, out); break;
+    default: return;  // answered on the I/O thread
+  }
+  if (error) return respond_json(session, error->http_status, error_body(*error));
+  respond_json(session, 200, std::move(out));
+}
+
+// On a worker: parses and tokenizes, then starts the job on the connection's
+// strand, unless the client has left meanwhile.
+void HttpServer::Impl::prepare_completion(const std::shared_ptr<Session>& session, Engine& e, const std::string& body,
+                                          bool is_chat, uint64_t received_ns) {
   CompletionRequest request;
   std::optional<ApiError> error = is_chat ? parse_chat_request(body, e.tokenizer(), limits, chat, request)
                                           : parse_completion_request(body, e.tokenizer(), limits, request);
-  if (error)
-    return session->respond(error->http_status, "application/json", error_body(*error), {});
+  if (error) return respond_json(session, error->http_status, error_body(*error));
   if (!request.model.empty() && request.model != served_name && request.model != e.model_info().name) {
     ApiError unknown{404, "the model '" + request.model + "' does not exist; this server serves '" + served_name + "'",
                      "invalid_request_error", "model", "model_not_found"};
-    return session->respond(404, "application/json", error_body(unknown), {});
+    return respond_json(session, 404, error_body(unknown));
   }
   ResponseMeta meta;
   uint64_t n = next_response_id.fetch_add(1, std::memory_order_relaxed);
@@ -474,10 +500,12 @@ void HttpServer::Impl::handle_completions(const std::shared_ptr<Session>& sessio
   if (is_chat) meta.object = request.stream ? "chat.completion.chunk" : "chat.completion";
   meta.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   meta.model = served_name;
-  JobContext context{&e, gate, &registry, &num_disconnects,
-                     RequestOrigin{Transport::kHttp, n, uint64_t(std::chrono::nanoseconds(received).count())}};
+  JobContext context{&e, gate, &registry, &num_disconnects, RequestOrigin{Transport::kHttp, n, received_ns}};
   auto job = std::make_shared<CompletionJob>(std::move(context), session, std::move(request), std::move(meta));
-  job->start();
+  session->post([this, session, job] {
+    if (!session->is_closed()) return job->start();
+    num_disconnects.fetch_add(1, std::memory_order_relaxed);  // gone while its request was parsed
+  });
 }
 
 void HttpServer::Impl::handle_metrics(const std::shared_ptr<Session>& session) {
@@ -518,6 +546,7 @@ void HttpServer::Impl::shutdown(double timeout_s) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   while ((registry.size() > 0 || num_busy.load() > 0) && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  workers.stop();
   monitor.reset();
   gate->close();  // the engine's output stage posts nothing more
   std::vector<std::shared_ptr<Session>> live;

@@ -29,6 +29,10 @@ struct HttpServerConfig {
   std::string host = "127.0.0.1";
   int32_t port = 8000;                     // 0: any free port (port() says which)
   int32_t num_io_threads = 2;
+  // Parsing, template rendering and tokenizing run on these, off the I/O
+  // threads; requests beyond the queue get 503.
+  int32_t num_cpu_workers = 2;
+  size_t max_queued_cpu_jobs = 4096;
   std::string api_key;                     // "": no authentication
   std::string served_model_name;           // "": the model spec as given
   uint64_t max_body_bytes = 16ull << 20;   // larger bodies get 413 before they are read

@@ -147,6 +147,17 @@ OptError check_prompt_length(size_t num_tokens, const ApiLimits& limits) {
   return std::nullopt;
 }
 
+// Text longer than this cannot tokenize into the context: refused unread.
+OptError check_prompt_bytes(const char* field, size_t num_bytes, const ApiLimits& limits) {
+  const int64_t most = int64_t(limits.max_seq_len) * kMaxPromptBytesPerToken;
+  if (int64_t(num_bytes) <= most) return std::nullopt;
+  return bad(field,
+             str_cat(field, ": ", num_bytes, " bytes of text cannot fit the context of ", limits.max_seq_len,
+                     " tokens (max_model_len); at most ", most, " bytes (", kMaxPromptBytesPerToken,
+                     " a token) are read"),
+             "context_length_exceeded");
+}
+
 OptError read_token_ids(const json& list, const ApiLimits& limits, std::vector<int32_t>& out) {
   out.reserve(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
@@ -168,6 +179,7 @@ OptError add_prompt(const json& p, const Tokenizer& tokenizer, const ApiLimits& 
   if (p.is_string()) {
     const std::string& text = p.get_ref<const std::string&>();
     if (text.empty()) return bad("prompt", "prompt must not be empty");
+    if (OptError e = check_prompt_bytes("prompt", text.size(), limits)) return e;
     ids = tokenizer.encode(text);
     if (OptError e = check_prompt_length(ids.size(), limits)) return e;
   } else if (p.is_array()) {
@@ -404,6 +416,7 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   if (OptError e = parse_ordered(body, ordered)) return e;
   std::string text;
   if (OptError e = render_chat(ordered, chat, text)) return e;
+  if (OptError e = check_prompt_bytes("messages", text.size(), limits)) return e;
   std::vector<int32_t> ids = encode_chat_prompt(tokenizer, text, chat.bos_token);
   if (ids.empty()) return bad_message("messages render to an empty prompt");
   if (ids.size() >= static_cast<size_t>(limits.max_seq_len))

@@ -29,6 +29,11 @@ struct SpecialTokenIds {
   bool add_eos = false;           // ... and appends eos
 };
 
+// A text prompt may take at most this many bytes per token of context: no
+// vocabulary's tokens average more, so longer text cannot fit. Servers refuse
+// it by its size, before spending time on tokenizing it.
+inline constexpr int64_t kMaxPromptBytesPerToken = 32;
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/sampler.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8_text.h"
 #include "transport/shm_ring.h"
 
@@ -138,7 +139,7 @@ Status decode_payload(const zl_shm_request& r, const WireLimits& limits, std::st
 
 uint64_t max_prompt_part_bytes(const WireLimits& limits, uint32_t prompt_kind) {
   // Ids take 4 bytes a token; text and chat allow for long tokens and markup.
-  return uint64_t(std::max(limits.max_seq_len, 0)) * (prompt_kind == ZL_SHM_PROMPT_TOKENS ? 4 : 32);
+  return uint64_t(std::max(limits.max_seq_len, 0)) * (prompt_kind == ZL_SHM_PROMPT_TOKENS ? 4 : uint64_t(kMaxPromptBytesPerToken));
 }
 
 void copy_request_out(const zl_shm_request& shared, zl_shm_request* local) {

@@ -442,6 +442,43 @@ def test_still_serving_after_bad_input(server):
     assert status == 200 and body["choices"][0]["text"] is not None
 
 
+# ---------------------------------------------------------------- big bodies stall nobody
+
+def test_text_too_long_for_the_context_is_refused_by_its_size(server):
+    # 15 MB of text cannot be 512 tokens: refused before it is tokenized.
+    started = time.time()
+    status, _, data = complete(server, prompt="hello world " * 1_250_000, max_tokens=4)
+    elapsed = time.time() - started
+    print(f"15 MB prompt refused in {elapsed:.2f} s")
+    assert status == 400
+    error = data["error"]
+    assert error["param"] == "prompt" and "bytes of text" in error["message"], error
+    assert elapsed < 10
+
+
+def test_health_answers_while_big_bodies_are_tokenized(server):
+    big = {"prompt": "hello world " * 1_250_000}
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(server.request("POST", "/tokenize", big)[0]))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)  # both bodies sent, being parsed or tokenized
+    worst, checks = 0.0, 0
+    while any(t.is_alive() for t in threads) and checks < 20:
+        started = time.time()
+        status, _, _ = server.request("GET", "/health")
+        worst = max(worst, time.time() - started)
+        assert status == 200
+        checks += 1
+        time.sleep(0.05)
+    for t in threads:
+        t.join(120)
+    print(f"/health: worst {worst * 1000:.1f} ms over {checks} checks during two 15 MB /tokenize calls")
+    assert results == [200, 200]
+    assert worst < 1.0
+
+
 # ---------------------------------------------------------------- disconnects free their KV memory
 
 def _wait_idle(server, timeout):
