@@ -36,6 +36,8 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kWriteTimeout = std::chrono::seconds(60);  // a client that stops reading is dropped
 constexpr auto kBodyTimeout = std::chrono::seconds(60);
 constexpr auto kDrainTimeout = std::chrono::seconds(1);   // reading the rest of a refused body before close
+constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(50);
+constexpr auto kAcceptReportPeriod = std::chrono::seconds(5);
 constexpr auto kPeerCheckPeriod = std::chrono::milliseconds(100);  // while a response is pending
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
@@ -113,6 +115,9 @@ class HttpServer::Impl {
   std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
   size_t next_ioc = 0;  // acceptor's thread only
   tcp::acceptor acceptor;
+  net::steady_timer accept_retry{*iocs[0]};  // acceptor's thread only, as the two below
+  int64_t accept_failures = 0;
+  Clock::time_point last_accept_report{};
   std::vector<std::thread> threads;
   int32_t bound_port = 0;
   std::atomic<bool> draining{false};
@@ -367,9 +372,19 @@ void HttpServer::Impl::accept() {
   acceptor.async_accept(target, [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (!acceptor.is_open()) return;
-      log_warn("http: accept failed: ", ec.message());
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // e.g. out of file descriptors
-      return accept();
+      // E.g. out of file descriptors: retry soon, without blocking this
+      // thread's connections, and say so at most every few seconds.
+      ++accept_failures;
+      if (Clock::now() - last_accept_report >= kAcceptReportPeriod) {
+        log_warn("http: accept failed: ", ec.message(), " (", accept_failures, " times since the last report)");
+        accept_failures = 0;
+        last_accept_report = Clock::now();
+      }
+      accept_retry.expires_after(kAcceptRetryDelay);
+      accept_retry.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec && acceptor.is_open()) accept();
+      });
+      return;
     }
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
@@ -541,6 +556,7 @@ void HttpServer::Impl::shutdown(double timeout_s) {
   net::post(acceptor.get_executor(), [this] {
     beast::error_code ec;
     acceptor.close(ec);
+    accept_retry.cancel();
   });
   registry.abort_all();
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);

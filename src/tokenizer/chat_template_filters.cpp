@@ -3,6 +3,8 @@
 // Signatures, defaults and edge cases follow jinja2/filters.py and tests.py.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "tokenizer/chat_template_eval.h"
 #include "tokenizer/chat_template_strings.h"
@@ -210,6 +212,13 @@ StatusOr<Value> filter_round(const Value& input, const Args& a) {
   double scale = std::pow(10.0, static_cast<double>(std::clamp<int64_t>(digits, -400, 400)));
   double x = input.as_float() * scale;
   std::string m = method ? method->to_str() : "common";
+  if (m == "common" && digits >= 0 && digits <= 340 && std::isfinite(input.as_float())) {
+    // Python's round: the decimal nearest the double's exact value, ties to
+    // even (2.675 is 2.67499.. so 2.67), which printf computes exactly.
+    char text[720];  // sign, 309 integer digits, point, 340 decimals
+    std::snprintf(text, sizeof(text), "%.*f", static_cast<int>(digits), input.as_float());
+    return Value::number(std::strtod(text, nullptr));
+  }
   double r = m == "ceil" ? std::ceil(x) : m == "floor" ? std::floor(x) : std::nearbyint(x);
   const double rounded = r / scale;
   // More digits than a double holds (10**p overflows): the number itself, as

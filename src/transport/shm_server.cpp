@@ -525,7 +525,7 @@ StatusOr<std::unique_ptr<ShmServer>> ShmServer::start(Engine& engine, const ShmS
   void* stats_region = segment->stats_region();
   auto server = std::unique_ptr<ShmServer>(new ShmServer(std::make_unique<Impl>(engine, std::move(segment), config)));
   ZL_RETURN_IF_ERROR(engine.attach_stats_region(stats_region, server->impl_->layout_.stats_bytes())
-                         .with_prefix("stats region: "));
+                         .with_prefix("stats region"));
   return server;
 }
 

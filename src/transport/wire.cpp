@@ -182,7 +182,7 @@ Status decode_submit(const zl_shm_request& r, const WireLimits& limits, std::str
   Request& req = out->request;
   req.origin = RequestOrigin{Transport::kShm, r.client_request_id, r.submit_ns};
   req.sampling = to_sampling(r.sampling);
-  ZL_RETURN_IF_ERROR(validate_sampling(req.sampling, limits.vocab_size).with_prefix("sampling: "));
+  ZL_RETURN_IF_ERROR(validate_sampling(req.sampling, limits.vocab_size).with_prefix("sampling"));
   req.max_new_tokens = r.max_new_tokens;
   req.priority = r.priority;
   req.min_token_prob = r.min_token_prob;

@@ -35,7 +35,7 @@ MAX_SEQ_LEN = 512
 class Server:
     """A running `zerolayer serve` process."""
 
-    def __init__(self, *args, api_key=API_KEY, shm_name=""):
+    def __init__(self, *args, api_key=API_KEY, shm_name="", preexec_fn=None):
         if not os.access(BIN, os.X_OK):
             pytest.skip(f"no server binary at {BIN}")
         self.log = tempfile.NamedTemporaryFile(prefix="zl-serve-", suffix=".log", delete=False)
@@ -43,7 +43,7 @@ class Server:
         if api_key:
             cmd += ["--api-key", api_key]
         self.api_key = api_key
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
         self.port = self._wait_port()
         self._wait_healthy()
 
@@ -477,6 +477,24 @@ def test_health_answers_while_big_bodies_are_tokenized(server):
     print(f"/health: worst {worst * 1000:.1f} ms over {checks} checks during two 15 MB /tokenize calls")
     assert results == [200, 200]
     assert worst < 1.0
+
+
+def test_out_of_file_descriptors_is_reported_briefly_and_survived():
+    # 64 descriptors: the connections below exhaust them, so accept fails.
+    import resource
+    s = Server("--model", "dummy:tiny", "--max-seq-len", "128", "--kv-cache-memory", "8M", api_key=None,
+               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)))
+    try:
+        socks = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(100)]
+        time.sleep(2.0)
+        for sock in socks:
+            sock.close()
+        failures = s.output().count("accept failed")
+        assert 1 <= failures <= 2, s.output()[-2000:]
+        status, _, _ = s.request("GET", "/health")
+        assert status == 200
+    finally:
+        assert s.stop() == 0
 
 
 # ---------------------------------------------------------------- disconnects free their KV memory

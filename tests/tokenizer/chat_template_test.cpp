@@ -239,6 +239,10 @@ TEST(ChatTemplate, LimitsStopHostileTemplates) {
             "  a  |[\n  [\n    1\n  ]\n]|[[0, 1], [2, 3], [4, 0]]");
   // Python: round(1.5, 2147483647) == 1.5, round(1.5, -2147483647) == 0.0 (was "nan").
   EXPECT_EQ(ok("{{ 1.5|round(2147483647) }} {{ 1.5|round(-2147483647) }}"), "1.5 0.0");
+  // Python rounds the double's exact value, ties to even: round(2.675, 2) == 2.67,
+  // round(0.125, 2) == 0.12, round(2.5, 0) == 2.0 (jinja2 renders these).
+  EXPECT_EQ(ok("{{ 2.675|round(2) }} {{ 0.125|round(2) }} {{ 2.5|round }} {{ 3.5|round }} {{ 1234.5678|round(-2) }}"),
+            "2.67 0.12 2.0 4.0 1200.0");
   // Deep nesting in the source is a parse error, not a stack overflow.
   EXPECT_FALSE(err("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").empty());
   std::string chain = "{{ 1";

@@ -196,6 +196,7 @@ TEST_F(ShmServerTest, MalformedRecordsAreRejected) {
     EXPECT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_ERROR)) << c.field;
     std::string message(result.terminal.text, result.terminal.text_bytes);
     EXPECT_NE(message.find(c.field), std::string::npos) << "message '" << message << "' should name " << c.field;
+    EXPECT_EQ(message.find(": :"), std::string::npos) << message;  // one separator per prefix
   }
   // A record for a slot that does not exist cannot be answered: dropped and counted.
   zl_shm_request unroutable = raw_record(++id);
