@@ -1,13 +1,13 @@
 #include "server/http_server.h"
 
-#include <sys/socket.h>
+#include <poll.h>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
 #include <array>
-#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -22,6 +22,7 @@
 #include "server/sse.h"
 #include "server/stats_monitor.h"
 #include "tokenizer/chat_prompt.h"
+#include "tokenizer/tokenizer.h"
 #include "zerolayer/engine.h"
 
 namespace zl::server {
@@ -101,6 +102,7 @@ class HttpServer::Impl {
   std::atomic<int64_t> num_busy{0};  // sessions between a request and the end of its response
   std::atomic<int64_t> num_requests{0};
   std::atomic<int64_t> num_disconnects{0};
+  std::atomic<uint64_t> queued_body_bytes{0};  // bodies waiting for a worker
   JobRegistry registry;
   std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
   CpuWorkers workers{config.num_cpu_workers, config.max_queued_cpu_jobs};
@@ -227,13 +229,13 @@ class Session : public ResponseWriter, public std::enable_shared_from_this<Sessi
     });
   }
 
-  // EOF or a reset on the socket; bytes waiting (a pipelined request) mean the peer is there.
+  // A reset, or the peer's end of stream even behind unread bytes. A client
+  // that half-closes after its request counts as gone, as nginx and
+  // llama-server take it: HTTP clients keep their side open for the answer.
   bool peer_gone() {
-    char byte;
-    ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0) return false;
-    if (n == 0) return true;
-    return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+    pollfd p{stream_.socket().native_handle(), POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
   }
 
   // Malformed or oversized requests get their status and the connection is
@@ -403,6 +405,8 @@ void HttpServer::Impl::attach(Engine& e) {
   limits.vocab_size = info.vocab_size;
   limits.max_seq_len = info.max_seq_len;
   limits.max_stop_strings = config.max_stop_strings;
+  limits.max_prompt_bytes =
+      int64_t(info.max_seq_len) * std::max(kMaxPromptBytesPerToken, longest_token_bytes(e.tokenizer()));
   served_name = config.served_model_name.empty() ? info.name : config.served_model_name;
   created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   StatusOr<LoadedChatTemplate> loaded =
@@ -463,10 +467,16 @@ void HttpServer::Impl::handle(const std::shared_ptr<Session>& session, http::req
   // The rest parse bodies of up to max_body_bytes and tokenize: on a worker.
   // Parsing and tokenizing count as transport in (CLOCK_MONOTONIC, as steady_clock on Linux).
   const uint64_t received = uint64_t(std::chrono::nanoseconds(Clock::now().time_since_epoch()).count());
-  const bool queued = workers.try_post([this, session, route = route->route, e, received,
-                                        body = std::move(request.body())] { run_on_worker(session, route, *e, body, received); });
-  if (!queued)
+  // Queued bodies are bounded in bytes too: the I/O threads read at full speed.
+  const uint64_t bytes = request.body().size();
+  if (queued_body_bytes.fetch_add(bytes) + bytes > config.max_queued_body_bytes ||
+      !workers.try_post([this, session, route = route->route, e, received, body = std::move(request.body())] {
+        queued_body_bytes.fetch_sub(body.size());
+        run_on_worker(session, route, *e, body, received);
+      })) {
+    queued_body_bytes.fetch_sub(bytes);
     fail(503, "the server is busy parsing other requests; retry", "server_error", "busy", {{"Retry-After", "1"}});
+  }
 }
 
 namespace {
@@ -518,8 +528,14 @@ void HttpServer::Impl::prepare_completion(const std::shared_ptr<Session>& sessio
   JobContext context{&e, gate, &registry, &num_disconnects, RequestOrigin{Transport::kHttp, n, received_ns}};
   auto job = std::make_shared<CompletionJob>(std::move(context), session, std::move(request), std::move(meta));
   session->post([this, session, job] {
-    if (!session->is_closed()) return job->start();
-    num_disconnects.fetch_add(1, std::memory_order_relaxed);  // gone while its request was parsed
+    if (session->is_closed()) {
+      num_disconnects.fetch_add(1, std::memory_order_relaxed);  // gone while its request was parsed
+    } else if (draining.load()) {  // shutdown began (and aborted every job) while it was parsed
+      session->respond(503, "application/json",
+                       json_error(503, "the server is shutting down", "server_error", "shutting_down"), {});
+    } else {
+      job->start();
+    }
   });
 }
 

@@ -33,6 +33,7 @@ struct HttpServerConfig {
   // threads; requests beyond the queue get 503.
   int32_t num_cpu_workers = 2;
   size_t max_queued_cpu_jobs = 4096;
+  uint64_t max_queued_body_bytes = 64ull << 20;
   std::string api_key;                     // "": no authentication
   std::string served_model_name;           // "": the model spec as given
   uint64_t max_body_bytes = 16ull << 20;   // larger bodies get 413 before they are read

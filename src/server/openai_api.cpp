@@ -149,12 +149,12 @@ OptError check_prompt_length(size_t num_tokens, const ApiLimits& limits) {
 
 // Text longer than this cannot tokenize into the context: refused unread.
 OptError check_prompt_bytes(const char* field, size_t num_bytes, const ApiLimits& limits) {
-  const int64_t most = int64_t(limits.max_seq_len) * kMaxPromptBytesPerToken;
+  const int64_t most = limits.max_prompt_bytes > 0 ? limits.max_prompt_bytes
+                                                   : int64_t(limits.max_seq_len) * kMaxPromptBytesPerToken;
   if (int64_t(num_bytes) <= most) return std::nullopt;
   return bad(field,
              str_cat(field, ": ", num_bytes, " bytes of text cannot fit the context of ", limits.max_seq_len,
-                     " tokens (max_model_len); at most ", most, " bytes (", kMaxPromptBytesPerToken,
-                     " a token) are read"),
+                     " tokens (max_model_len); at most ", most, " bytes are read"),
              "context_length_exceeded");
 }
 

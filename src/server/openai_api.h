@@ -41,6 +41,8 @@ struct ApiLimits {
   int32_t max_stop_bytes = 1024;      // per stop string
   int32_t max_n = 128;                // choices per prompt
   int32_t max_choices = 1024;         // prompts x n
+  // Text longer than this cannot tokenize into max_seq_len tokens; 0: max_seq_len x kMaxPromptBytesPerToken.
+  int64_t max_prompt_bytes = 0;
 };
 
 struct CompletionRequest {

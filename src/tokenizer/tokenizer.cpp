@@ -76,4 +76,11 @@ StatusOr<std::unique_ptr<Tokenizer>> make_tokenizer_from_vocab(const VocabData& 
                        "\" is not supported (supported: \"llama\", \"gpt2\")");
 }
 
+int64_t longest_token_bytes(const Tokenizer& tokenizer) {
+  int64_t longest = 0;
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id)
+    longest = std::max<int64_t>(longest, int64_t(tokenizer.decode(std::span<const int32_t>(&id, 1), false).size()));
+  return longest;
+}
+
 }  // namespace zl

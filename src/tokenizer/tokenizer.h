@@ -29,9 +29,9 @@ struct SpecialTokenIds {
   bool add_eos = false;           // ... and appends eos
 };
 
-// A text prompt may take at most this many bytes per token of context: no
-// vocabulary's tokens average more, so longer text cannot fit. Servers refuse
-// it by its size, before spending time on tokenizing it.
+// A text prompt may take at most this many bytes per token of context (or
+// the vocabulary's longest token, if longer): longer text cannot fit, so
+// servers refuse it by its size, before spending time on tokenizing it.
 inline constexpr int64_t kMaxPromptBytesPerToken = 32;
 
 class Tokenizer {
@@ -63,6 +63,9 @@ class Tokenizer {
 // holds one of them (tokenizer.json preferred) with tokenizer_config.json /
 // special_tokens_map.json beside it for bos/eos and add_bos.
 StatusOr<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path);
+
+// The most text bytes one token decodes to (one decode per id).
+int64_t longest_token_bytes(const Tokenizer& tokenizer);
 
 // Builds a tokenizer from GGUF vocabulary data (model "llama" or "gpt2").
 StatusOr<std::unique_ptr<Tokenizer>> make_tokenizer_from_vocab(const VocabData& vocab);

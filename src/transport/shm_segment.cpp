@@ -34,46 +34,55 @@ bool pid_alive(int32_t pid) {
 
 // What occupies an existing name, read without trusting its size.
 enum class Occupant {
-  kLive,      // a zerolayer server that is alive
-  kStale,     // a zerolayer segment whose server stopped or died
-  kStarting,  // empty, or a zerolayer header without its magic yet: a server mid-creation, or one that died there
-  kForeign,   // anything else: not ours to remove
+  kLive,        // a zerolayer server that is alive
+  kStale,       // a zerolayer segment whose server stopped or died
+  kEmpty,       // size 0: a server before its ftruncate (nothing in it to lose)
+  kUnfinished,  // our header without its magic: a server mid-creation, or one that died there
+  kZeroed,      // a header of zeros: a server between ftruncate and its header, or not ours
+  kForeign,     // anything else: not ours to remove
 };
 
-// A header whose magic is not stored yet but whose fields are ours (or zero).
-bool looks_like_ours_unfinished(const zl_shm_header& h) {
-  return h.magic == 0 && (h.version == 0 || h.version == ZL_SHM_VERSION) &&
-         (h.header_bytes == 0 || h.header_bytes == ZL_SHM_HEADER_BYTES);
+Occupant inspect_header(const void* mapped, const std::string& name, int32_t* pid_out, std::string* why) {
+  zl_shm_header h;
+  const bool has_magic =
+      __atomic_load_n(&static_cast<const zl_shm_header*>(mapped)->magic, __ATOMIC_ACQUIRE) == ZL_SHM_MAGIC;
+  std::memcpy(&h, mapped, sizeof(h));
+  if (has_magic) {
+    *pid_out = h.server_pid;
+    Status alive = check_server_alive(h, name);
+    *why = alive.message();
+    return alive.ok() ? Occupant::kLive : Occupant::kStale;
+  }
+  if (h.magic == 0 && h.version == ZL_SHM_VERSION && h.header_bytes == ZL_SHM_HEADER_BYTES) {
+    *why = "a zerolayer server died while creating it";
+    return Occupant::kUnfinished;
+  }
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&h);
+  const bool zeroed = std::all_of(bytes, bytes + sizeof(h), [](uint8_t b) { return b == 0; });
+  *why = zeroed ? "its header is all zeros: it is not a zerolayer segment" : "it is not a zerolayer segment";
+  return zeroed ? Occupant::kZeroed : Occupant::kForeign;
 }
 
 Occupant inspect(const std::string& name, int32_t* pid_out, std::string* why) {
   int fd = shm_open(name.c_str(), O_RDONLY, 0);
-  if (fd < 0) return Occupant::kStale;  // vanished meanwhile: create again
+  if (fd < 0) {
+    if (errno == ENOENT) return Occupant::kStale;  // vanished meanwhile: create again
+    *why = std::string("it cannot be read: ") + std::strerror(errno);
+    return Occupant::kForeign;
+  }
   struct stat st;
   Occupant result = Occupant::kForeign;
   *why = "it is not a zerolayer segment";
   if (fstat(fd, &st) != 0) {
     *why = std::string("fstat failed: ") + std::strerror(errno);
   } else if (st.st_size == 0) {
-    result = Occupant::kStarting;
+    result = Occupant::kEmpty;
     *why = "it is empty";
   } else if (uint64_t(st.st_size) >= sizeof(zl_shm_header)) {
     void* p = mmap(nullptr, sizeof(zl_shm_header), PROT_READ, MAP_SHARED, fd, 0);
     if (p != MAP_FAILED) {
-      zl_shm_header h;
-      const bool has_magic = shm::atomic(static_cast<zl_shm_header*>(p)->magic).load(std::memory_order_acquire) ==
-                             ZL_SHM_MAGIC;
-      std::memcpy(&h, p, sizeof(h));
+      result = inspect_header(p, name, pid_out, why);
       munmap(p, sizeof(zl_shm_header));
-      if (has_magic) {
-        *pid_out = h.server_pid;
-        Status alive = check_server_alive(h, name);
-        result = alive.ok() ? Occupant::kLive : Occupant::kStale;
-        *why = alive.message();
-      } else if (looks_like_ours_unfinished(h)) {
-        result = Occupant::kStarting;
-        *why = "a zerolayer server died while creating it";
-      }
     }
   }
   close(fd);
@@ -89,16 +98,17 @@ StatusOr<int> open_exclusive(const std::string& name) {
     int32_t pid = 0;
     std::string why;
     Occupant occupant = inspect(name, &pid, &why);
-    if (occupant == Occupant::kStarting) {
-      // Maybe a server between shm_open and its magic: give it time.
+    if (occupant == Occupant::kEmpty || occupant == Occupant::kUnfinished || occupant == Occupant::kZeroed) {
+      // Maybe a server between shm_open and its magic: give it time. Then an
+      // empty or unfinished segment is a dead server's; zeros may be anyone's.
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       occupant = inspect(name, &pid, &why);
-      if (occupant == Occupant::kStarting) occupant = Occupant::kStale;
+      if (occupant == Occupant::kEmpty || occupant == Occupant::kUnfinished) occupant = Occupant::kStale;
     }
     if (occupant == Occupant::kLive)
       return invalid_argument("shared-memory segment ", name, " is in use by a live zerolayer server (pid ", pid,
                               "); pick another --shm-name or stop that server");
-    if (occupant == Occupant::kForeign)
+    if (occupant == Occupant::kForeign || occupant == Occupant::kZeroed)
       return invalid_argument("shared-memory name ", name, " is taken and ", why,
                               "; pick another --shm-name, or remove /dev/shm", name, " if it is garbage");
     log_warn("shm: replacing the stale segment ", name, ": ", why);

@@ -6,8 +6,8 @@
 // is older than ZL_SHM_DEAD_AFTER_NS or whose state is STOPPED; or an empty
 // segment, or one with a zerolayer header but no magic, that stays so for
 // 200 ms (a server that died between shm_open and writing its magic). A
-// stale segment is replaced with a warning. A live one, or anything that is
-// not a zerolayer segment, is left alone and start fails naming it.
+// stale segment is replaced with a warning. A live one, or anything else
+// (a header of zeros included), is left alone and start fails naming it.
 #pragma once
 
 #include <cstdint>

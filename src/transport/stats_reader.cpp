@@ -178,7 +178,7 @@ StatusOr<std::unique_ptr<StatsReader>> StatsReader::open(const std::string& name
       reader->region_ = s;
       reader->region_bytes_ = h.stats_bytes;
       status = check_server_alive(h, name);
-      if (status.ok()) status = check_stats_region(s, h.stats_bytes).with_prefix(name + ": ");
+      if (status.ok()) status = check_stats_region(s, h.stats_bytes).with_prefix(name);
     }
   }
   close(fd);

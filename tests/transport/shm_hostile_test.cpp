@@ -75,22 +75,25 @@ TEST(ShmHostile, HeaderRewrittenByAClientCrashesNothingAndIsRestored) {
 TEST(ShmHostile, ForeignSegmentAtTheNameIsRefusedAndKept) {
   std::unique_ptr<Engine> engine = make_tiny_engine();
   ASSERT_NE(engine, nullptr);
-  const std::string name = unique_shm_name("foreign");
-  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  ASSERT_GE(fd, 0);
-  std::string bytes(8192, 'x');
-  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), ssize_t(bytes.size()));
-  close(fd);
+  for (char fill : {'x', '\0'}) {  // someone's data; a zero-filled segment
+    const std::string name = unique_shm_name("foreign");
+    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    ASSERT_GE(fd, 0);
+    std::string bytes(8192, fill);
+    ASSERT_EQ(write(fd, bytes.data(), bytes.size()), ssize_t(bytes.size()));
+    close(fd);
 
-  auto server = ShmServer::start(*engine, {name, 16 << 20});
-  ASSERT_FALSE(server.ok());
-  EXPECT_NE(server.status().message().find("not a zerolayer segment"), std::string::npos) << server.status().message();
-  EXPECT_NE(server.status().message().find(name), std::string::npos) << server.status().message();
+    auto server = ShmServer::start(*engine, {name, 16 << 20});
+    ASSERT_FALSE(server.ok());
+    const std::string& message = server.status().message();
+    EXPECT_NE(message.find("not a zerolayer segment"), std::string::npos) << message;
+    EXPECT_NE(message.find(name), std::string::npos) << message;
 
-  Mapping m(name, bytes.size());
-  ASSERT_NE(m.base, nullptr) << "the foreign segment was removed";
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(m.base), bytes.size()), bytes);
-  shm_unlink(name.c_str());
+    Mapping m(name, bytes.size());
+    ASSERT_NE(m.base, nullptr) << "the foreign segment was removed";
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(m.base), bytes.size()), bytes);
+    shm_unlink(name.c_str());
+  }
 }
 
 TEST(ShmHostile, EmptyLeftoverIsReplaced) {
