@@ -226,6 +226,7 @@ void fill_request(const zl_client* c, const zl_request* r, uint64_t id, std::str
   out.ignore_eos = r->ignore_eos ? 1 : 0;
   uint8_t* p = out.payload;
   auto put = [&](const void* data, size_t n) {
+    if (n == 0) return;  // data may be null then (no stop ids), which memcpy does not allow
     std::memcpy(p, data, n);
     p += n;
   };

@@ -14,6 +14,7 @@ int Histogram::bucket_of(uint64_t v) {
 uint64_t Histogram::bucket_upper(int bucket) {
   if (bucket < (1 << kSubBits)) return static_cast<uint64_t>(bucket);
   int log2 = (bucket >> kSubBits) + kSubBits - 1;
+  if (log2 >= 64) return UINT64_MAX;  // the top buckets hold what no uint64_t exceeds
   uint64_t sub = static_cast<uint64_t>(bucket & ((1 << kSubBits) - 1));
   uint64_t base = uint64_t{1} << log2;
   return base + ((sub + 1) << (log2 - kSubBits)) - 1;

@@ -118,7 +118,7 @@ Status decode_payload(const zl_shm_request& r, const WireLimits& limits, std::st
   }
   ZL_RETURN_IF_ERROR(payload.take("num_stop_token_ids", uint64_t(r.num_stop_token_ids) * 4, &p));
   req.stop_token_ids.resize(r.num_stop_token_ids);
-  std::memcpy(req.stop_token_ids.data(), p, uint64_t(r.num_stop_token_ids) * 4);
+  if (r.num_stop_token_ids > 0) std::memcpy(req.stop_token_ids.data(), p, uint64_t(r.num_stop_token_ids) * 4);
   for (int32_t id : req.stop_token_ids)
     if (id < 0 || id >= limits.vocab_size) return invalid_argument("stop token id ", id, " is out of range");
   for (uint32_t i = 0; i < r.num_stop; ++i) {
@@ -199,7 +199,7 @@ size_t fill_text(zl_shm_response& r, uint64_t client_request_id, std::string_vie
   r.num_top_logprobs = 0;
   r.flags = 0;
   size_t n = std::min<size_t>(text.size(), ZL_SHM_RESPONSE_TEXT_BYTES);
-  std::memcpy(r.text, text.data(), n);
+  if (n > 0) std::memcpy(r.text, text.data(), n);  // an empty view may have no data
   r.text_bytes = uint32_t(n);
   r.sink_ns = shm::now_ns();
   return n;

@@ -22,7 +22,7 @@ BlockSignature reference_sign(const BlockSignature& prev, const std::vector<int3
   std::vector<uint8_t> bytes(32 + tokens.size() * 4);
   std::memcpy(bytes.data(), &prev.low, 8);
   std::memcpy(bytes.data() + 8, &prev.high, 8);
-  std::memcpy(bytes.data() + 16, tokens.data(), tokens.size() * 4);
+  if (!tokens.empty()) std::memcpy(bytes.data() + 16, tokens.data(), tokens.size() * 4);
   std::memcpy(bytes.data() + 16 + tokens.size() * 4, &salt.low, 8);
   std::memcpy(bytes.data() + 24 + tokens.size() * 4, &salt.high, 8);
   XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());

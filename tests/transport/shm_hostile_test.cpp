@@ -85,7 +85,7 @@ TEST(ShmHostile, ForeignSegmentAtTheNameIsRefusedAndKept) {
 
     auto server = ShmServer::start(*engine, {name, 16 << 20});
     ASSERT_FALSE(server.ok());
-    const std::string& message = server.status().message();
+    const std::string message = server.status().message();
     EXPECT_NE(message.find("not a zerolayer segment"), std::string::npos) << message;
     EXPECT_NE(message.find(name), std::string::npos) << message;
 

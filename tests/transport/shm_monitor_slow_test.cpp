@@ -139,7 +139,8 @@ TEST_F(ShmMonitorTest, SignatureHistogramCountsARepeatedSharedPrefix) {
   std::vector<int32_t> prefix(32);  // two full KV blocks of 16 tokens
   for (size_t i = 0; i < prefix.size(); ++i) prefix[i] = int32_t(700 + i);
   uint64_t hits_before = 0;
-  for (const json& s : monitor_json()["signatures"]) hits_before += s["num_blocks"] == 2 ? s["hits"].get<uint64_t>() : 0;
+  const json before = monitor_json();  // named: a range-for over a temporary's element dangles
+  for (const json& s : before["signatures"]) hits_before += s["num_blocks"] == 2 ? s["hits"].get<uint64_t>() : 0;
   for (int32_t i = 0; i < 3; ++i) {
     std::vector<int32_t> prompt = prefix;
     prompt.insert(prompt.end(), {900 + i, 901 + i});
