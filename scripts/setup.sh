@@ -14,17 +14,7 @@ PACKAGES=(
   libboost1.81-dev libboost-system1.81-dev libssl-dev
 )
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-  echo "setup: installing ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+scripts/apt_install.sh "${PACKAGES[@]}"
 
 # Python packages the Python-side tests use live in .venv (git-ignored).
 if [ -s requirements-test.txt ]; then

@@ -40,6 +40,7 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+#ifdef __FLT16_MANT_DIG__  // the compiler has _Float16 (GCC 12, clang 15 on x86)
 inline float f16_to_f32(uint16_t h) {
   _Float16 x;
   std::memcpy(&x, &h, 2);
@@ -52,6 +53,49 @@ inline uint16_t f32_to_f16(float f) {
   std::memcpy(&h, &x, 2);
   return h;
 }
+#else  // clang 14 (the fuzzing and sanitizer builds): the same conversions in integer arithmetic
+inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu, bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);  // inf, NaN (payload kept)
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal: normalize
+    exponent = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Round to nearest even; overflow gives inf, NaN stays NaN.
+inline uint16_t f32_to_f16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
+  if (magnitude >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds past 65504
+  if (magnitude < 0x38800000u) {  // below 2^-14: a subnormal (or zero) f16
+    const int shift = 126 - int(magnitude >> 23);  // 14 + (113 - exponent)
+    if (shift > 24) return sign;
+    const uint32_t m = (magnitude & 0x7fffffu) | 0x800000u;
+    const uint32_t half = m >> shift, rest = m & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    return uint16_t(sign | (half + (rest > mid || (rest == mid && (half & 1)))));
+  }
+  const uint32_t rebased = magnitude - (112u << 23);
+  const uint32_t half = rebased >> 13, rest = rebased & 0x1fffu;
+  return uint16_t(sign | (half + (rest > 0x1000u || (rest == 0x1000u && (half & 1)))));
+}
+#endif
 
 // Converts num_elems elements of `dtype` at src (unaligned is fine) to f32.
 // For kI8 this gives the raw integers (the caller applies the row scale).

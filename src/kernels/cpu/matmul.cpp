@@ -1,5 +1,7 @@
 #include "kernels/cpu/matmul.h"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -34,15 +36,21 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c".
+bool f16c_supported() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+
 bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c_supported();
     case Isa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-             __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+             f16c_supported() && __builtin_cpu_supports("fma");
   }
   return false;
 }
