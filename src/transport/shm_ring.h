@@ -56,6 +56,16 @@ inline bool wake_if_sleeping(uint32_t& sleeping, uint32_t& futex_word) {
   return true;
 }
 
+// Copies the header at `mapped` into `out` (the caller's private copy, to be
+// checked once and then trusted); true if its magic was stored, which the
+// creator does last, so the fields copied after it are complete.
+inline bool snapshot_header(const void* mapped, zl_shm_header* out) {
+  const bool has_magic =
+      __atomic_load_n(&static_cast<const zl_shm_header*>(mapped)->magic, __ATOMIC_ACQUIRE) == ZL_SHM_MAGIC;
+  std::memcpy(out, mapped, sizeof(*out));
+  return has_magic;
+}
+
 // Pointers into a mapped segment. The geometry (offsets, counts, sizes, the
 // server's identity) is copied once out of a checked header into private
 // members: any client can write the shared header, so after adopt() only its
@@ -90,7 +100,7 @@ class Layout {
   static const char* adopt(void* base, uint64_t mapped_bytes, Layout* out) {
     if (mapped_bytes < sizeof(zl_shm_header)) return "segment smaller than a header";
     zl_shm_header copy;
-    std::memcpy(&copy, base, sizeof(copy));
+    snapshot_header(base, &copy);  // check() tells a missing magic
     if (const char* why = check(copy, mapped_bytes)) return why;
     *out = Layout(base, copy);
     return nullptr;

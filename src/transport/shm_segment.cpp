@@ -44,10 +44,7 @@ enum class Occupant {
 
 Occupant inspect_header(const void* mapped, const std::string& name, int32_t* pid_out, std::string* why) {
   zl_shm_header h;
-  const bool has_magic =
-      __atomic_load_n(&static_cast<const zl_shm_header*>(mapped)->magic, __ATOMIC_ACQUIRE) == ZL_SHM_MAGIC;
-  std::memcpy(&h, mapped, sizeof(h));
-  if (has_magic) {
+  if (shm::snapshot_header(mapped, &h)) {
     *pid_out = h.server_pid;
     Status alive = check_server_alive(h, name);
     *why = alive.message();

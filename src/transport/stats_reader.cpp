@@ -161,9 +161,7 @@ StatusOr<std::unique_ptr<StatsReader>> StatsReader::open(const std::string& name
     reader->header_ = p;
     // One private copy: the server's clients can rewrite the shared header.
     zl_shm_header h;
-    const bool has_magic = __atomic_load_n(&static_cast<const zl_shm_header*>(p)->magic, __ATOMIC_ACQUIRE) == ZL_SHM_MAGIC;
-    std::memcpy(&h, p, sizeof(h));
-    if (!has_magic) {
+    if (!shm::snapshot_header(p, &h)) {
       status = not_found(name, " has no zerolayer header (not a zerolayer segment, or its server is starting)");
     } else if (h.version != ZL_SHM_VERSION) {
       status = invalid_argument(name, " speaks shared-memory protocol version ", h.version, "; this zerolayer reads version ",
