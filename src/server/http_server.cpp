@@ -102,10 +102,9 @@ class HttpServer::Impl {
   std::atomic<int64_t> num_busy{0};  // sessions between a request and the end of its response
   std::atomic<int64_t> num_requests{0};
   std::atomic<int64_t> num_disconnects{0};
-  std::atomic<uint64_t> queued_body_bytes{0};  // bodies waiting for a worker
   JobRegistry registry;
   std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
-  CpuWorkers workers{config.num_cpu_workers, config.max_queued_cpu_jobs};
+  CpuWorkers workers{config.num_cpu_workers, config.max_queued_cpu_jobs, config.max_queued_body_bytes};
 
   // One io_context per I/O thread, each connection pinned to one of them:
   // a connection's handlers then never hop threads (no strand, no wakeup of
@@ -469,14 +468,11 @@ void HttpServer::Impl::handle(const std::shared_ptr<Session>& session, http::req
   const uint64_t received = uint64_t(std::chrono::nanoseconds(Clock::now().time_since_epoch()).count());
   // Queued bodies are bounded in bytes too: the I/O threads read at full speed.
   const uint64_t bytes = request.body().size();
-  if (queued_body_bytes.fetch_add(bytes) + bytes > config.max_queued_body_bytes ||
-      !workers.try_post([this, session, route = route->route, e, received, body = std::move(request.body())] {
-        queued_body_bytes.fetch_sub(body.size());
-        run_on_worker(session, route, *e, body, received);
-      })) {
-    queued_body_bytes.fetch_sub(bytes);
+  const bool queued = workers.try_post([this, session, route = route->route, e, received, body = std::move(request.body())] {
+    run_on_worker(session, route, *e, body, received);
+  }, bytes);
+  if (!queued)
     fail(503, "the server is busy parsing other requests; retry", "server_error", "busy", {{"Retry-After", "1"}});
-  }
 }
 
 namespace {
