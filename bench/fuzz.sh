@@ -22,10 +22,7 @@ while (($#)); do
     *) echo "usage: bench/fuzz.sh [--seconds N] [--only TARGET]" >&2; exit 2 ;;
   esac
 done
-scripts/apt_install.sh clang-14 libclang-rt-14-dev llvm-14
-CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DZL_ENABLE_CUDA=OFF -DZL_BUILD_BENCH=OFF \
-  -DCMAKE_C_FLAGS=-gline-tables-only -DCMAKE_CXX_FLAGS=-gline-tables-only \
-  -DZL_SANITIZE=address,undefined -DZL_FUZZ=ON >/dev/null
+scripts/sanitize.sh asan --configure-only
 targets=(gguf_fuzz safetensors_fuzz tokenizer_json_fuzz chat_template_fuzz openai_request_fuzz shm_record_fuzz)
 [ -n "$only" ] && targets=("$only")
 cmake --build build-asan -j "$(nproc)" --target "${targets[@]}"
