@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/cpu/clones.h"
 #include "kernels/cpu/simd_exp.h"
 
 #define ZL_AVX512 __attribute__((target("avx512f,avx512dq,fma")))
@@ -51,7 +52,7 @@ void softcap_f32(float* x, int64_t n, float cap) {
   for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
-__attribute__((target_clones("avx512f", "fma", "default")))
+ZL_CPU_CLONES
 void add_f32(const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }

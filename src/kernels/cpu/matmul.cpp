@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/cpu/clones.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/quantize.h"
 
@@ -197,7 +198,7 @@ void matmul(ThreadPool& pool, const float* x, const WeightMatrix& w, const float
 // 32 independent partial sums: GCC turns the inner loop into vector FMAs
 // without -ffast-math (no reassociation across lanes is needed), and two
 // vector accumulators at AVX-512 width hide the FMA latency.
-__attribute__((target_clones("avx512f", "fma", "default")))
+ZL_CPU_CLONES
 float dot_f32(const float* a, const float* b, int64_t n) {
   constexpr int kLanes = 32;
   float acc[kLanes] = {};

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "kernels/cpu/clones.h"
 
 namespace zl::cpu {
 
@@ -184,7 +185,7 @@ float quantize_row_i8(const float* src, int8_t* dst, int64_t n) {
 
 // Plain loops the compiler vectorizes for each target; nearbyint under the
 // default rounding mode is round-half-even, as the vector conversion is.
-__attribute__((target_clones("avx512f", "fma", "default")))
+ZL_CPU_CLONES
 void quantize_activations(const float* x, int64_t num_rows, int64_t n, int8_t* q, float* d, float* ds) {
   const int64_t num_blocks = n / 32;
   for (int64_t r = 0; r < num_rows; ++r) {

@@ -2,11 +2,12 @@
 
 #include <cmath>
 
+#include "kernels/cpu/clones.h"
 #include "kernels/cpu/matmul.h"
 
 namespace zl::cpu {
 
-__attribute__((target_clones("avx512f", "fma", "default")))
+ZL_CPU_CLONES
 void rmsnorm_f32(const float* x, const float* weight, float* y, int64_t num_rows, int64_t dim,
                  float eps) {
   for (int64_t r = 0; r < num_rows; ++r) {
