@@ -21,7 +21,7 @@ ThreadPool::ThreadPool(int num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
@@ -69,7 +69,7 @@ void ThreadPool::worker_loop() {
       gen = generation_.load(std::memory_order_acquire);
     }
     seen = gen;
-    if (stop_) return;
+    if (stop_.load(std::memory_order_relaxed)) return;
     run_parts();
   }
 }

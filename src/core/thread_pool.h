@@ -86,7 +86,10 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> sleepers_{0};  // workers waiting on wake_
   std::atomic<bool> resting_{false};
-  bool stop_ = false;
+  // Atomic: a worker that woke for the last parallel_for() may read it while
+  // the destructor writes it (found by ThreadSanitizer). The generation bump
+  // after the store publishes it to workers that wake for the stop.
+  std::atomic<bool> stop_{false};
 };
 
 // Default thread count: the number of online cores.
