@@ -4,15 +4,18 @@
 // the data, makes it even again; a reader copies the data and keeps the copy
 // only if the word was even and unchanged around the copy.
 //
-// The data is copied in 8-byte words with relaxed atomic loads (the region's
-// sections are multiples of 8 bytes), so a racing copy is merely stale, never
-// undefined; the fences order it against the sequence word (H.-J. Boehm,
-// "Can seqlocks get along with programming language memory models?", 2012).
+// The data is written and copied in 8-byte words with relaxed atomic stores
+// and loads (the region's sections are multiples of 8 bytes), so a racing
+// copy is merely stale, never undefined (plain stores would race with the
+// loads: ThreadSanitizer reports them); the fences order the words against
+// the sequence word (H.-J. Boehm, "Can seqlocks get along with programming
+// language memory models?", 2012).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <thread>
 
 namespace zl {
@@ -26,6 +29,18 @@ inline void seqlock_write_begin(uint64_t& sequence) {
 inline void seqlock_write_end(uint64_t& sequence) {
   std::atomic_ref<uint64_t> word(sequence);
   word.store(word.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+// Between seqlock_write_begin and _end: copies `bytes` (a multiple of 8)
+// from `src` into the section's data at `dst` (8-byte aligned).
+inline void seqlock_store(void* dst, const void* src, size_t bytes) {
+  uint64_t* words = static_cast<uint64_t*>(dst);
+  const auto* from = static_cast<const uint8_t*>(src);
+  for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i) {
+    uint64_t w;
+    std::memcpy(&w, from + i * sizeof(uint64_t), sizeof(w));
+    __atomic_store_n(words + i, w, __ATOMIC_RELAXED);
+  }
 }
 
 // Copies `bytes` (a multiple of 8) from `section`, whose first word is the

@@ -111,9 +111,9 @@ void RequestLog::publish(const zl_stats_request& record) {
   seqlock_write_begin(slot.sequence);
   // Everything after the sequence word, which the seqlock owns.
   constexpr size_t kSkip = sizeof(slot.sequence);
-  std::memcpy(reinterpret_cast<uint8_t*>(&slot) + kSkip, reinterpret_cast<const uint8_t*>(&record) + kSkip,
-              sizeof(record) - kSkip);
-  slot.position = position;
+  seqlock_store(reinterpret_cast<uint8_t*>(&slot) + kSkip, reinterpret_cast<const uint8_t*>(&record) + kSkip,
+                sizeof(record) - kSkip);
+  seqlock_store(&slot.position, &position, sizeof(position));
   seqlock_write_end(slot.sequence);
   std::atomic_ref<uint64_t>(ring_->next_position).store(position + 1, std::memory_order_release);
 }

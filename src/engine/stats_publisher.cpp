@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "core/check.h"
@@ -131,10 +132,10 @@ const Histogram& StatsPublisher::histogram(const EngineCore& core, int id) {
 }
 
 void StatsPublisher::publish_counters(const EngineCore& core, int64_t now_ns) {
-  zl_stats_counters& c = region_->counters;
+  zl_stats_counters& out = region_->counters;
   const KvPoolStats kv = core.pool_.stats();
   const SignatureStats& signatures = core.pool_.signature_stats();
-  seqlock_write_begin(c.lock.sequence);
+  zl_stats_counters c = out;  // staged, then stored word by word (core/seqlock.h)
   c.lock.publish_ns = uint64_t(now_ns);
   c.num_running = static_cast<int32_t>(core.running_.size());
   c.num_waiting = static_cast<int32_t>(core.waiting_.size());
@@ -159,19 +160,21 @@ void StatsPublisher::publish_counters(const EngineCore& core, int64_t now_ns) {
   c.kv_num_compactions = kv.num_compactions;
   c.kv_num_block_moves = kv.num_block_moves;
   c.num_requests_traced = core.request_log_.num_traced();
-  seqlock_write_end(c.lock.sequence);
+  constexpr size_t kSkip = sizeof(c.lock.sequence);  // owned by the seqlock
+  seqlock_write_begin(out.lock.sequence);
+  seqlock_store(&out.lock.publish_ns, &c.lock.publish_ns, sizeof(c) - kSkip);
+  seqlock_write_end(out.lock.sequence);
 }
 
 void write_histogram_section(zl_stats_histogram& out, const Histogram& h, int64_t now_ns) {
+  const uint64_t head[] = {uint64_t(now_ns), h.count(), h.sum(), h.max()};  // publish_ns, count, sum, max
+  static_assert(offsetof(zl_stats_histogram, max) - offsetof(zl_stats_histogram, lock.publish_ns) == 3 * 8);
   seqlock_write_begin(out.lock.sequence);
-  out.lock.publish_ns = uint64_t(now_ns);
-  out.count = h.count();
-  out.sum = h.sum();
-  out.max = h.max();
+  seqlock_store(&out.lock.publish_ns, head, sizeof(head));
   // Only the buckets in use: that range only grows, and the rest stay 0 as formatted.
   const int first = h.first_used_bucket(), last = h.last_used_bucket();
   if (first <= last)
-    std::memcpy(&out.buckets[first], &h.buckets()[size_t(first)], size_t(last - first + 1) * sizeof(uint64_t));
+    seqlock_store(&out.buckets[first], &h.buckets()[size_t(first)], size_t(last - first + 1) * sizeof(uint64_t));
   seqlock_write_end(out.lock.sequence);
 }
 
@@ -180,10 +183,14 @@ void StatsPublisher::publish_signatures(const EngineCore& core, int64_t now_ns) 
   if (stats.num_queries() == published_queries_) return;
   published_queries_ = stats.num_queries();
   zl_stats_signatures& out = region_->signatures;
+  struct {
+    uint64_t publish_ns;
+    uint32_t num_entries, reserved0;
+  } head{uint64_t(now_ns), static_cast<uint32_t>(stats.entries().size()), 0};
+  static_assert(offsetof(zl_stats_signatures, entries) - offsetof(zl_stats_signatures, lock.publish_ns) == sizeof(head));
   seqlock_write_begin(out.lock.sequence);
-  out.lock.publish_ns = uint64_t(now_ns);
-  out.num_entries = static_cast<uint32_t>(stats.entries().size());
-  std::memcpy(out.entries, stats.entries().data(), stats.entries().size_bytes());
+  seqlock_store(&out.lock.publish_ns, &head, sizeof(head));
+  seqlock_store(out.entries, stats.entries().data(), stats.entries().size_bytes());
   seqlock_write_end(out.lock.sequence);
 }
 

@@ -24,7 +24,7 @@ TEST(Seqlock, ReaderNeverSeesATornCopy) {
   std::thread writer([&] {
     for (uint64_t value = 1; !stop.load(std::memory_order_relaxed); ++value) {
       seqlock_write_begin(shared->sequence);
-      for (uint64_t& w : shared->words) w = value;  // one write: every word the same
+      for (uint64_t& w : shared->words) seqlock_store(&w, &value, sizeof(value));  // every word the same
       seqlock_write_end(shared->sequence);
       num_writes.store(value, std::memory_order_relaxed);
       // Stable for a moment, as the engine's sections mostly are, so some reads succeed.
