@@ -23,6 +23,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/fault.h"
 #include "engine/block_runs.h"
 #include "engine/signature_index.h"
 #include "engine/signature_stats.h"
@@ -354,6 +355,7 @@ AdmitOutcome KvPool::admit(std::span<const int32_t> prompt, int32_t max_total_to
   CHECK(static_cast<int64_t>(prompt.size()) <= max_total_tokens)
       << "prompt of " << prompt.size() << " tokens beyond max_total_tokens " << max_total_tokens;
   if (!can_ever_fit(max_total_tokens)) return AdmitOutcome::kNeverFits;
+  if (fault::should_fail(fault::Point::kKvAdmit)) return AdmitOutcome::kWait;
   const int32_t bs = config_.block_size;
   const int32_t num_prompt = static_cast<int32_t>(prompt.size());
   const int32_t num_total_blocks = ceil_div(max_total_tokens, bs);
@@ -429,7 +431,7 @@ bool KvPool::ensure_capacity(SeqBlocks& seq, int32_t num_tokens) {
                          << " tokens beyond its extent of " << seq.num_reserved_tokens;
   Impl& p = *impl_;
   int32_t needed = ceil_div(num_tokens, config_.block_size) - static_cast<int32_t>(seq.table.size());
-  if (needed > p.num_evictable()) return false;
+  if (needed > p.num_evictable() || fault::should_fail(fault::Point::kKvGrow)) return false;
   p.account_remove(seq);
   p.take_blocks(needed, seq.table);
   seq.num_reserved_tokens = static_cast<int32_t>(seq.table.size()) * config_.block_size;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/fault.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/argmax.h"
 #include "kernels/cpu/attention.h"
@@ -258,6 +259,7 @@ void LlamaModel::use_cuda(std::unique_ptr<CudaLlamaModel> cuda) { cuda_ = std::m
 Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits, int32_t* greedy_tokens,
                            bool greedy_only) {
   ZL_RETURN_IF_ERROR(validate(batch, cache));
+  if (fault::should_fail(fault::Point::kForward)) return internal_error("the forward pass failed (injected fault)");
   if (cuda_) {
     return cuda_->forward(batch, logits, greedy_tokens, greedy_only && greedy_tokens != nullptr);
   }

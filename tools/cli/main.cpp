@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "commands.h"
+#include "common.h"
+#include "core/fault.h"
+#include "core/log.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"zerolayer: an LLM inference engine with no middle layer"};
@@ -25,6 +28,11 @@ int main(int argc, char** argv) {
   add(zl::cli::add_monitor_command);
   add(zl::cli::add_bench_command);
   CLI11_PARSE(app, argc, argv);
+  // Fault injection, for tests and the soak only (core/fault.h): loud, so
+  // that no one serves with it by accident.
+  zl::StatusOr<std::string> faults = zl::fault::arm_from_env();
+  if (!faults.ok()) return zl::cli::report_error(faults.status());
+  if (!faults->empty()) zl::log_warn("fault injection armed from ZEROLAYER_FAULTS: ", *faults);
   for (auto& [sub, run] : commands)
     if (sub->parsed()) return run();
   return 2;
