@@ -41,6 +41,10 @@ constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(50);
 constexpr auto kAcceptReportPeriod = std::chrono::seconds(5);
 constexpr auto kPeerCheckPeriod = std::chrono::milliseconds(100);  // while a response is pending
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
+// A stream whose client stops reading: once this much waits unsent behind
+// the socket's own buffer, the client is dropped and its job aborted, rather
+// than the rest of a long generation piling up here.
+constexpr size_t kMaxUnsentStreamBytes = 4 << 20;
 
 std::string json_error(int status, std::string message, std::string type, std::string code) {
   return error_body(ApiError{status, std::move(message), std::move(type), "", std::move(code)});
@@ -171,7 +175,14 @@ class Session : public ResponseWriter, public std::enable_shared_from_this<Sessi
     maybe_next();
   }
   void begin_stream() override { queue(sse_response_head()); }
-  void write_raw(std::string bytes) override { queue(std::move(bytes)); }
+  void write_raw(std::string bytes) override {
+    if (!closed_ && unsent_bytes_ + bytes.size() > kMaxUnsentStreamBytes) {
+      log_warn("http: a client stopped reading its stream with ", unsent_bytes_,
+               " bytes unsent; closing the connection, which aborts its request");
+      return close();
+    }
+    queue(std::move(bytes));
+  }
   void end_stream() override {
     queue(std::string(http_last_chunk()));
     response_complete_ = true;
@@ -262,6 +273,7 @@ class Session : public ResponseWriter, public std::enable_shared_from_this<Sessi
 
   void queue(std::string bytes) {
     if (closed_) return;
+    unsent_bytes_ += bytes.size();
     pending_.push_back(std::move(bytes));
     if (!writing_) start_write();
   }
@@ -278,6 +290,7 @@ class Session : public ResponseWriter, public std::enable_shared_from_this<Sessi
 
   void on_write(beast::error_code ec) {
     writing_ = false;
+    for (const std::string& s : inflight_) unsent_bytes_ -= s.size();
     inflight_.clear();
     if (ec) return close();
     if (!pending_.empty()) return start_write();
@@ -341,6 +354,7 @@ class Session : public ResponseWriter, public std::enable_shared_from_this<Sessi
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::vector<std::string> pending_, inflight_;
+  size_t unsent_bytes_ = 0;  // in pending_ and inflight_
   std::vector<net::const_buffer> buffers_;
   std::array<char, 64 * 1024> scratch_;
   std::function<void()> on_close_;

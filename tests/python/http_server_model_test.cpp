@@ -44,7 +44,7 @@ TEST(HttpServerPython, PytestSuitePasses) {
   std::string shared = shared_path("");
   std::string command = "cd " + quote(root) + " && ZEROLAYER_BIN=" + quote(cli_path()) +
                         (shared.empty() ? "" : " ZL_SHARED_DIR=" + quote(shared)) + " " + quote(python) +
-                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py -q -p no:cacheprovider 2>&1";
+                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py -q -p no:cacheprovider 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

@@ -35,7 +35,7 @@ MAX_SEQ_LEN = 512
 class Server:
     """A running `zerolayer serve` process."""
 
-    def __init__(self, *args, api_key=API_KEY, shm_name="", preexec_fn=None):
+    def __init__(self, *args, api_key=API_KEY, shm_name="", preexec_fn=None, env=None):
         if not os.access(BIN, os.X_OK):
             pytest.skip(f"no server binary at {BIN}")
         self.log = tempfile.NamedTemporaryFile(prefix="zl-serve-", suffix=".log", delete=False)
@@ -43,7 +43,8 @@ class Server:
         if api_key:
             cmd += ["--api-key", api_key]
         self.api_key = api_key
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=preexec_fn,
+                                     env={**os.environ, **env} if env else None)
         self.port = self._wait_port()
         self._wait_healthy()
 
