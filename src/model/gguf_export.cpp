@@ -1,8 +1,8 @@
 #include "model/gguf_export.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 namespace zl {
@@ -194,20 +194,29 @@ Status write_gguf(const std::string& path, const ModelConfig& c, const ModelWeig
   header.data().insert(header.data().end(), infos.data().begin(), infos.data().end());
   header.pad(32);
 
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), std::fclose);
-  if (!f) return not_found("cannot write ", path);
-  bool ok = std::fwrite(header.data().data(), 1, header.data().size(), f.get()) == header.data().size();
+  // Written beside the target and renamed at the end, so a failure (disk
+  // full, quota, a kill) never leaves a truncated file under the real name.
+  const std::string partial = path + ".partial";
+  FILE* f = std::fopen(partial.c_str(), "wb");
+  if (!f) return not_found("cannot write ", partial, ": ", std::strerror(errno));
+  bool ok = std::fwrite(header.data().data(), 1, header.data().size(), f) == header.data().size();
   static const uint8_t kZeros[32] = {};
   for (const OutTensor& t : tensors) {
     int64_t written = 0;
     for (const uint8_t* row : t.rows) {
-      ok = ok && std::fwrite(row, 1, static_cast<size_t>(t.row_bytes), f.get()) == static_cast<size_t>(t.row_bytes);
+      ok = ok && std::fwrite(row, 1, static_cast<size_t>(t.row_bytes), f) == static_cast<size_t>(t.row_bytes);
       written += t.row_bytes;
     }
     size_t pad = static_cast<size_t>((32 - written % 32) % 32);
-    ok = ok && std::fwrite(kZeros, 1, pad, f.get()) == pad;
+    ok = ok && std::fwrite(kZeros, 1, pad, f) == pad;
   }
-  if (!ok || std::fflush(f.get()) != 0) return data_loss("writing ", path, " failed (disk full?)");
+  ok = ok && std::fflush(f) == 0;
+  int error = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && error == 0) error = errno;  // close may report a deferred error
+  if (error == 0 && std::rename(partial.c_str(), path.c_str()) == 0) return ok_status();
+  if (error == 0) error = errno;
+  std::remove(partial.c_str());
+  return data_loss("writing ", path, " failed: ", std::strerror(error), "; nothing was left behind");
   return ok_status();
 }
 
