@@ -3,16 +3,20 @@
 # slow, gpu). Tests that need a GPU or a missing data file report "skipped".
 #   scripts/test.sh              # everything
 #   scripts/test.sh -L unit      # extra arguments go to ctest
-#   ZL_SANITIZERS=1 scripts/test.sh   # also ASan+UBSan unit tests and 20 s per fuzzer (+~25 min)
+# On CI (CI=true), and wherever ZL_SANITIZERS=1, the unit tests (engine and
+# transport included) also run under ASan + UBSan and under TSan, and each
+# fuzzer for ZL_FUZZ_SECONDS (20) on its corpus: about +35 min on 2 cores.
+# ZL_SANITIZERS=0 leaves them out, CI included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 # Released models for the end-to-end tests (skipped, saying so, without them).
 scripts/fetch_models.sh || echo "test: fetch_models.sh failed; the released-model tests will report skipped"
 (cd build && ctest --output-on-failure -j "$(nproc)" "$@")
-# When asked (ZL_SANITIZERS=1): the unit tests again under ASan + UBSan, and
-# each fuzzer for a short while (clang 14 builds them into build-asan/).
-if [ "${ZL_SANITIZERS:-0}" = 1 ]; then
+sanitizers="${ZL_SANITIZERS:-}"
+[ -n "$sanitizers" ] || { [ "${CI:-}" = true ] && sanitizers=1 || sanitizers=0; }
+if [ "$sanitizers" = 1 ]; then
   scripts/sanitize.sh asan
   bench/fuzz.sh --seconds "${ZL_FUZZ_SECONDS:-20}"
+  scripts/sanitize.sh tsan
 fi
