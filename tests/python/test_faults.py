@@ -31,7 +31,8 @@ def _terminal_answers(status, data, stream):
         assert status == 200, (status, data[:200])
         return json.loads(data)["choices"][0]["finish_reason"], 1
     assert status == 200 and data.decode().count("data: [DONE]") == 1, (status, data[-200:])
-    events = [json.loads(line[6:]) for line in data.decode().splitlines() if line.startswith("data: {")]
+    # "\n" only: splitlines() would also split at U+0085 / U+2028 inside a token's text.
+    events = [json.loads(line[6:]) for line in data.decode().split("\n") if line.startswith("data: {")]
     errors = [e for e in events if "error" in e]
     finishes = [e["choices"][0]["finish_reason"] for e in events if e.get("choices") and e["choices"][0]["finish_reason"]]
     for e in errors:
