@@ -42,9 +42,7 @@ void JobRegistry::abort_all() {
 
 size_t JobRegistry::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  size_t n = 0;
-  for (auto& [ptr, weak] : jobs_) n += weak.expired() ? 0 : 1;
-  return n;
+  return jobs_.size();
 }
 
 struct CompletionJob::Node {
@@ -79,6 +77,9 @@ CompletionJob::CompletionJob(JobContext context, std::shared_ptr<ResponseWriter>
       tokenizer_(context_.engine->tokenizer()) {}
 
 CompletionJob::~CompletionJob() {
+  // A job whose client left goes when the connection drops its on-close
+  // callback, before its aborted choices finish: complete() never runs.
+  context_.registry->remove(this);
   Node* node = head_.exchange(nullptr);
   while (node) {
     Node* next = node->next;

@@ -45,7 +45,8 @@ class PostGate {
 
 class CompletionJob;
 
-// The jobs in flight, so shutdown can abort them and wait for their ends.
+// The jobs in flight, so shutdown can abort them and wait for their ends. A
+// job leaves it when it completes or is destroyed, whichever comes first.
 class JobRegistry {
  public:
   void add(const std::shared_ptr<CompletionJob>& job);

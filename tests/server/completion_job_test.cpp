@@ -1,0 +1,125 @@
+// CompletionJob's lifetime on dummy:tiny, with a fake connection whose
+// strand is the test thread: a job whose client leaves aborts its choices
+// and, once gone, leaves nothing in the registry. (The 30-minute soak found
+// the registry keeping an expired entry, and with it the job's memory, for
+// every client that left: RSS +3.3%.)
+#include "server/completion_job.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "zerolayer/engine.h"
+
+namespace zl::server {
+namespace {
+
+class FakeConnection : public ResponseWriter {
+ public:
+  void respond(int status, std::string, std::string, HttpHeaders) override { last_status = status; }
+  void begin_stream() override {}
+  void write_raw(std::string) override {}
+  void end_stream() override {}
+  bool is_closed() const override { return closed; }
+  void set_on_close(std::function<void()> fn) override { on_close = std::move(fn); }
+  void post(std::function<void()> fn) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    posted.push_back(std::move(fn));
+  }
+
+  // The peer leaves: as the HTTP session, run the callback once and drop it.
+  void close() {
+    closed = true;
+    std::function<void()> fn = std::move(on_close);
+    on_close = nullptr;
+    if (fn) fn();
+  }
+  // Runs what was posted until `done` or the timeout; false on timeout.
+  template <typename Done>
+  bool run_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::deque<std::function<void()>> batch;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        batch.swap(posted);
+      }
+      for (auto& fn : batch) fn();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
+  int last_status = 0;
+  bool closed = false;
+  std::function<void()> on_close;
+  std::mutex mutex;
+  std::deque<std::function<void()>> posted;
+};
+
+class CompletionJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EngineConfig config;
+    config.model = "dummy:tiny";
+    config.num_threads = 1;
+    config.kv_cache_bytes = 8 << 20;
+    auto engine = Engine::create(config);
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    engine_ = std::move(*engine);
+  }
+
+  std::shared_ptr<CompletionJob> make_job(const std::shared_ptr<FakeConnection>& connection, bool stream) {
+    CompletionRequest request;
+    request.prompts = {{256, 10, 20}};
+    request.n = 4;
+    request.max_tokens = 400;
+    request.ignore_eos = true;
+    request.stream = stream;
+    JobContext context{engine_.get(), gate_, &registry_, &disconnects_, {}};
+    return std::make_shared<CompletionJob>(std::move(context), connection, std::move(request), ResponseMeta{});
+  }
+
+  bool engine_idle() {
+    EngineStats stats = engine_->stats();
+    return stats.num_running + stats.num_waiting == 0 && stats.kv.num_used_blocks == 0;
+  }
+
+  std::unique_ptr<Engine> engine_;
+  std::shared_ptr<PostGate> gate_ = std::make_shared<PostGate>();
+  JobRegistry registry_;
+  std::atomic<int64_t> disconnects_{0};
+};
+
+TEST_F(CompletionJobTest, AJobWhoseClientLeftLeavesTheRegistryWhenItGoes) {
+  for (bool stream : {false, true}) {
+    auto connection = std::make_shared<FakeConnection>();
+    std::weak_ptr<CompletionJob> weak;
+    {
+      auto job = make_job(connection, stream);
+      weak = job;
+      job->start();
+    }
+    EXPECT_EQ(registry_.size(), 1u);
+    connection->close();  // drops the connection's hold on the job
+    EXPECT_EQ(disconnects_.load(), stream ? 2 : 1);
+    ASSERT_TRUE(connection->run_until([&] { return weak.expired() && engine_idle(); }));
+    EXPECT_EQ(registry_.size(), 0u) << (stream ? "streamed" : "whole");
+  }
+}
+
+TEST_F(CompletionJobTest, AFinishedJobLeavesTheRegistry) {
+  auto connection = std::make_shared<FakeConnection>();
+  auto job = make_job(connection, false);
+  job->start();
+  ASSERT_TRUE(connection->run_until([&] { return connection->last_status != 0; }));
+  EXPECT_EQ(connection->last_status, 200);
+  EXPECT_EQ(registry_.size(), 0u);
+}
+
+}  // namespace
+}  // namespace zl::server
