@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "transport/shm_test_util.h"  // make_tiny_engine
 #include "zerolayer/engine.h"
 
 namespace zl::server {
@@ -64,13 +65,8 @@ class FakeConnection : public ResponseWriter {
 class CompletionJobTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    EngineConfig config;
-    config.model = "dummy:tiny";
-    config.num_threads = 1;
-    config.kv_cache_bytes = 8 << 20;
-    auto engine = Engine::create(config);
-    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
-    engine_ = std::move(*engine);
+    engine_ = test::make_tiny_engine();
+    ASSERT_NE(engine_, nullptr);
   }
 
   std::shared_ptr<CompletionJob> make_job(const std::shared_ptr<FakeConnection>& connection, bool stream) {
