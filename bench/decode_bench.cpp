@@ -28,9 +28,9 @@
 #include <random>
 
 #include "bandwidth_probe.h"
+#include "bundle/model_loader.h"
 #include "kernels/cpu/matmul.h"
 #include "model/llama.h"
-#include "model/model_loader.h"
 
 namespace zl::bench {
 namespace {

@@ -25,10 +25,10 @@
 #include <cstdio>
 #include <numeric>
 
+#include "bundle/model_loader.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/runtime.h"
 #include "model/llama_cuda.h"
-#include "model/model_loader.h"
 
 namespace zl::bench {
 namespace {

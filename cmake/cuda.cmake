@@ -43,18 +43,21 @@ if(ZL_ENABLE_CUDA)
   endif()
 endif()
 
-if(ZL_HAVE_CUDA)
-  file(GLOB_RECURSE ZL_CUDA_SOURCES CONFIGURE_DEPENDS src/*.cu)
-  add_library(zl_cuda OBJECT ${ZL_CUDA_SOURCES})
-  set_target_properties(zl_cuda PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON
+# The .cu files of one layer (cmake/layers.cmake) as an object library whose
+# objects join the layer's library; `deps` give it the layer's include paths.
+function(zl_cuda_objects layer dir deps)
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${layer}/*.cu)
+  if(NOT ZL_HAVE_CUDA OR NOT sources)
+    return()
+  endif()
+  add_library(zl_${layer}_cuda OBJECT ${sources})
+  set_target_properties(zl_${layer}_cuda PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON
                         CUDA_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON)
-  target_include_directories(zl_cuda PRIVATE include src)
-  target_compile_definitions(zl_cuda PRIVATE ZL_HAVE_CUDA=1)
-  target_compile_options(zl_cuda PRIVATE
+  target_include_directories(zl_${layer}_cuda PRIVATE ${dir})
+  target_link_libraries(zl_${layer}_cuda PRIVATE ${deps} CUDA::cudart_static CUDA::cublasLt)
+  target_compile_options(zl_${layer}_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90
       --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>)
-  target_link_libraries(zl_cuda PRIVATE CUDA::cudart_static CUDA::cublasLt)
-  target_sources(zl PRIVATE $<TARGET_OBJECTS:zl_cuda>)
-  target_compile_definitions(zl PUBLIC ZL_HAVE_CUDA=1)
-  target_link_libraries(zl PUBLIC CUDA::cudart_static CUDA::cublasLt)
-endif()
+  target_sources(zl_${layer} PRIVATE $<TARGET_OBJECTS:zl_${layer}_cuda>)
+  target_link_libraries(zl_${layer} PUBLIC CUDA::cudart_static CUDA::cublasLt)
+endfunction()

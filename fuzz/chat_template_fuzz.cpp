@@ -2,7 +2,7 @@
 // the usual variables, under tight limits so that every input ends fast.
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/chat_template.h"
+#include "jinja/chat_template.h"
 
 namespace {
 

@@ -1,6 +1,7 @@
 // A GGUF file: header, metadata, tensor index (every offset inside the file),
 // then the model config, the vocabulary and a tokenizer built from it, as
 // `zerolayer serve --model FILE.gguf` reads them before loading weights.
+#include "bundle/gguf_vocab.h"
 #include "fuzz_input.h"
 #include "model/gguf.h"
 #include "tokenizer/tokenizer.h"

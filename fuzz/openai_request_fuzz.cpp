@@ -1,8 +1,8 @@
 // An HTTP request body as the completions, chat, tokenize and detokenize
 // routes read it (JSON, fields, ranges, prompts, chat rendering), down to
 // the response text of a parsed request.
+#include "jinja/chat_template.h"
 #include "server/openai_api.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {

@@ -21,15 +21,16 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
-#include "core/status.h"
-#include "engine/histogram.h"
-#include "engine/kv_pool.h"
-#include "model/weights.h"
-#include "tokenizer/tokenizer.h"
+#include "zerolayer/cache.h"
+#include "zerolayer/device.h"
+#include "zerolayer/histogram.h"
 #include "zerolayer/request.h"
+#include "zerolayer/status.h"
+#include "zerolayer/weight_format.h"
 
 namespace zl {
+
+class Tokenizer;  // tokenizer/tokenizer.h, inside the engine's libraries
 
 struct EngineConfig {
   std::string model;                  // a model directory, a .gguf file or dummy:NAME[:SEED]

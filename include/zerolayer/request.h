@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "zerolayer/sampling.h"
 
 namespace zl {
 

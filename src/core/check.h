@@ -1,6 +1,6 @@
 // CHECK(cond) << "message": aborts with file:line when a programmer's
 // invariant is broken. Never used for input the environment controls; those
-// return Status (core/status.h).
+// return Status (zerolayer/status.h).
 #pragma once
 
 #include <sstream>

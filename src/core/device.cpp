@@ -1,4 +1,4 @@
-#include "core/device.h"
+#include "zerolayer/device.h"
 
 namespace zl {
 

@@ -11,10 +11,9 @@
 #include <optional>
 #include <string_view>
 
-namespace zl {
+#include "zerolayer/weight_format.h"
 
-// New values go at the end, so existing ones keep their numbers.
-enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kI8, kQ4_K, kQ6_K, kQ5_0, kQ5_1 };
+namespace zl {
 
 const char* dtype_name(DType dtype);
 // Elements per block (1 for plain types, 32 for Q8_0/Q4_0/Q5_0/Q5_1, 256 for Q4_K/Q6_K).

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "core/check.h"
+
 namespace zl::fault {
 
 namespace internal {

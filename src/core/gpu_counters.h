@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

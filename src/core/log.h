@@ -2,7 +2,7 @@
 // ZEROLAYER_LOG_LEVEL (debug|info|warn|error, default info).
 #pragma once
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -1,7 +1,9 @@
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 #include <cstdio>
 #include <cstdlib>
+
+#include "core/check.h"
 
 namespace zl {
 
@@ -42,5 +44,13 @@ CheckFailure::~CheckFailure() {
   std::abort();
 }
 
+void status_or_from_ok() { CHECK(false) << "StatusOr built from an ok Status"; __builtin_unreachable(); }
+
+void status_or_bad_access(const Status& status) {
+  CHECK(false) << "value() on an error: " << status.to_string();
+  __builtin_unreachable();
+}
+
 }  // namespace detail
+
 }  // namespace zl

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -13,13 +13,13 @@
 #include <fstream>
 #include <thread>
 
+#include "bundle/model_loader.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/engine_core.h"
 #include "engine/inbox.h"
 #include "engine/stats_publisher.h"
 #include "model/llama_cuda.h"
-#include "model/model_loader.h"
 
 namespace zl {
 namespace {

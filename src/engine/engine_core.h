@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "engine/forward_runner.h"
-#include "engine/histogram.h"
 #include "engine/kv_pool.h"
 #include "engine/output_stage.h"
 #include "engine/request_log.h"
@@ -26,6 +25,7 @@
 #include "model/kv_cache.h"
 #include "model/llama.h"
 #include "zerolayer/engine.h"
+#include "zerolayer/histogram.h"
 
 namespace zl {
 

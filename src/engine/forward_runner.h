@@ -19,9 +19,9 @@
 #include <span>
 #include <thread>
 
-#include "core/status.h"
 #include "engine/sequence.h"
 #include "model/llama.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -37,7 +37,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
+#include "zerolayer/cache.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 
@@ -59,10 +60,6 @@ BlockSignature sign_block(const BlockSignature& prev, std::span<const int32_t> t
                           const BlockSignature& salt);
 // The 16 bytes of a signature as clients see it: low, then high, little-endian.
 void put_signature(uint8_t* out, const BlockSignature& s);
-
-enum class CachePolicy { kContiguous, kPaged, kHybrid };
-const char* cache_policy_name(CachePolicy policy);
-StatusOr<CachePolicy> parse_cache_policy(std::string_view name);
 
 struct KvPoolConfig {
   int32_t num_blocks = 0;
@@ -110,35 +107,6 @@ class PrefixCheck {
 struct BlockMove {
   int32_t src = 0;
   int32_t dst = 0;
-};
-
-struct KvPoolStats {
-  int32_t num_blocks = 0;
-  int32_t num_free_blocks = 0;     // refcount 0, unsigned
-  int32_t num_cached_blocks = 0;   // refcount 0, signed: reusable, evictable
-  int32_t num_used_blocks = 0;     // refcount > 0
-  int32_t num_live_signatures = 0; // signatures in the prefix index
-  // Slots in held blocks that their sequence can never use (beyond its
-  // max_total_tokens: block rounding), over all slots in the pool.
-  double internal_fragmentation = 0.0;
-  // Slots held for tokens a sequence has not computed yet (contiguous
-  // reserves them at admission), over all slots in the pool.
-  double reserved_ahead = 0.0;
-  // Free-or-evictable blocks that the last admission attempt left idle
-  // because no run of them was long enough (memory there, but scattered),
-  // over all blocks in the pool; 0 after an admission or a wait for memory.
-  double external_fragmentation = 0.0;
-  // How scattered the free-or-evictable blocks are, whether or not anyone
-  // needs a long run: 1 - (largest run / all of them).
-  double free_space_scatter = 0.0;
-  // Whole prompt lengths of admitted sequences (kWait tries do not count), so
-  // hit / query is the share of prompt tokens not computed; it stays below 1
-  // since each prompt's last block is always computed.
-  int64_t prefix_query_tokens = 0;
-  int64_t prefix_hit_tokens = 0;   // of which served from the cache
-  int64_t num_evictions = 0;       // cached blocks taken for other contents
-  int64_t num_compactions = 0;     // compact() calls that moved something
-  int64_t num_block_moves = 0;
 };
 
 class KvPool {

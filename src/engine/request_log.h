@@ -17,8 +17,8 @@
 #include <array>
 #include <cstdint>
 
-#include "engine/histogram.h"
 #include "engine/sequence.h"
+#include "zerolayer/histogram.h"
 #include "zerolayer/stats_protocol.h"
 
 namespace zl {

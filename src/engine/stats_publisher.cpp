@@ -14,7 +14,7 @@ namespace zl {
 namespace {
 
 static_assert(Histogram::kNumBuckets == ZL_STATS_HISTOGRAM_BUCKETS && Histogram::kSubBits == ZL_STATS_HISTOGRAM_SUB_BITS,
-              "the stats region's histograms are engine/histogram.h's buckets");
+              "the stats region's histograms are zerolayer/histogram.h's buckets");
 
 template <typename T>
 zl_stats_section section_of(const zl_stats_region& region, const T& member) {

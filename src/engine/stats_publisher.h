@@ -18,9 +18,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/status.h"
-#include "engine/histogram.h"
+#include "zerolayer/histogram.h"
 #include "zerolayer/stats_protocol.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -32,8 +32,8 @@
 #include <span>
 #include <vector>
 
-#include "core/status.h"
 #include "engine/kv_pool.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

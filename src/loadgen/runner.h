@@ -7,10 +7,10 @@
 #include <functional>
 #include <vector>
 
-#include "core/status.h"
 #include "loadgen/bench_stats.h"
 #include "loadgen/target.h"
 #include "loadgen/workload.h"
+#include "zerolayer/status.h"
 
 namespace zl::loadgen {
 

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
 #include "loadgen/bench_stats.h"
 #include "loadgen/workload.h"
+#include "zerolayer/status.h"
 
 namespace zl::loadgen {
 

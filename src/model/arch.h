@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
 #include "model/config.h"
 #include "model/config_fields.h"
 #include "model/weights.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

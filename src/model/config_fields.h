@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

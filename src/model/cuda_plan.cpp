@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/check.h"
 #include "kernels/cuda/sampling.h"
 
 namespace zl {

@@ -18,8 +18,8 @@
 #include <span>
 #include <vector>
 
-#include "core/status.h"
 #include "model/llama.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

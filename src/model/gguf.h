@@ -17,10 +17,9 @@
 #include <vector>
 
 #include "core/mapped_file.h"
-#include "core/status.h"
 #include "model/config.h"
 #include "model/tensor_index.h"
-#include "tokenizer/vocab_data.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 
@@ -85,10 +84,5 @@ StatusOr<GgufFile> read_gguf(const std::string& path);
 // eos_token_ids holds tokenizer.ggml.eos_token_id, then eot/eom ids if set.
 // The result has passed validate_config.
 StatusOr<ModelConfig> gguf_model_config(const GgufFile& gguf);
-
-// The tokenizer vocabulary from tokenizer.ggml.* and tokenizer.chat_template.
-// Types are checked here; sizes and ids are left to the tokenizer builder.
-// Ids stored as 0xFFFFFFFF (llama.cpp's "none") become -1.
-StatusOr<VocabData> gguf_vocab(const GgufFile& gguf);
 
 }  // namespace zl

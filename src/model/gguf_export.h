@@ -15,9 +15,9 @@
 
 #include <string>
 
-#include "core/status.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

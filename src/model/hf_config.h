@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "core/status.h"
 #include "model/config.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/check.h"
 #include "core/log.h"
 #include "model/hf_http.h"
 #include "model/json_util.h"

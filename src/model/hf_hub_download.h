@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
 #include "model/hf_hub.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

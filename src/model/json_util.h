@@ -11,7 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/huge_buffer.h"
-#include "core/status.h"
 #include "model/config.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

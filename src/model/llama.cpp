@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/check.h"
 #include "core/fault.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/argmax.h"

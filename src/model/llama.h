@@ -15,11 +15,11 @@
 #include <span>
 #include <vector>
 
-#include "core/status.h"
 #include "core/thread_pool.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
 #include "model/weights.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

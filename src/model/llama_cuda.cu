@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "core/check.h"
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/common.cuh"

@@ -23,10 +23,10 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
 #include "model/config.h"
 #include "model/llama.h"
 #include "model/weights.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

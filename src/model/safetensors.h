@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "core/status.h"
 #include "model/tensor_index.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "core/mapped_file.h"
-#include "core/status.h"
 #include "kernels/cpu/matmul.h"
 #include "model/config.h"
 #include "model/tensor_index.h"
+#include "zerolayer/status.h"
+#include "zerolayer/weight_format.h"
 
 namespace zl {
 
@@ -59,20 +60,6 @@ struct ModelWeights {
   // Bytes of all weight matrices (what a decode step streams), lm_head once.
   int64_t matrix_bytes() const;
 };
-
-// Conversion of the weight matrices at load (vLLM's --dtype / --quantization).
-// Quantization wins over dtype for matrices; with neither, matrices stay as stored.
-enum class Quantization { kNone, kInt8, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_0, kQ5_1 };
-struct WeightFormat {
-  bool convert_dtype = false;    // dtype below applies to float matrices
-  DType dtype = DType::kF32;     // kF32, kF16 or kBF16
-  Quantization quantization = Quantization::kNone;
-};
-// "auto" (as stored), "f32"/"float32", "f16"/"float16"/"half", "bf16"/"bfloat16".
-Status parse_dtype_flag(const std::string& text, WeightFormat& format);
-// "none", "int8", "q8_0", "q4_0", "q5_0", "q5_1", "q4_k", "q6_k".
-Status parse_quantization_flag(const std::string& text, WeightFormat& format);
-std::string weight_format_name(const WeightFormat& format);
 
 // Gives every bf16 / f16 / Q8_0 / Q4_0 / I8 / Q4_K / Q6_K matrix of the layers and the classifier a
 // packed copy (cpu::pack_matrix, owned by `weights`) when the AVX-512 kernels

@@ -15,13 +15,13 @@
 #include <thread>
 #include <vector>
 
+#include "bundle/chat_prompt.h"
 #include "core/log.h"
 #include "server/completion_job.h"
 #include "server/cpu_workers.h"
 #include "server/openai_api.h"
 #include "server/sse.h"
 #include "server/stats_monitor.h"
-#include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "zerolayer/engine.h"
 

@@ -16,8 +16,8 @@
 #include <memory>
 #include <string>
 
-#include "core/device.h"
-#include "core/status.h"
+#include "zerolayer/device.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 class Engine;

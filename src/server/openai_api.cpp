@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/chat_prompt.h"
+#include "bundle/chat_prompt.h"
 
 namespace zl::server {
 namespace {

@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/sampler.h"
-#include "tokenizer/chat_template.h"
+#include "jinja/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
+#include "zerolayer/sampling.h"
 
 namespace zl::server {
 

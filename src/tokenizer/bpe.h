@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -10,9 +10,9 @@
 
 #include <memory>
 
-#include "core/status.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab_data.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

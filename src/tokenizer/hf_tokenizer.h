@@ -19,9 +19,9 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab_data.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

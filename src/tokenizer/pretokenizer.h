@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 struct pcre2_real_code_8;
 

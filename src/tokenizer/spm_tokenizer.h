@@ -15,8 +15,8 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
 #include "tokenizer/tokenizer.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

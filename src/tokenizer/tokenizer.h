@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
 #include "tokenizer/vocab_data.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -3,8 +3,8 @@
 // builders may then index freely.
 #pragma once
 
-#include "core/status.h"
 #include "tokenizer/vocab_data.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

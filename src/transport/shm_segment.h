@@ -14,9 +14,9 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
 #include "transport/shm_ring.h"
 #include "zerolayer/stats_protocol.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

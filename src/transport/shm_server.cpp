@@ -11,8 +11,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "bundle/chat_prompt.h"
 #include "core/log.h"
-#include "tokenizer/chat_prompt.h"
 #include "transport/shm_segment.h"
 #include "transport/wire.h"
 #include "zerolayer/engine.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <utility>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "engine/histogram.h"
+#include "zerolayer/histogram.h"
 #include "zerolayer/stats_protocol.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/sampler.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8_text.h"
 #include "transport/shm_ring.h"
+#include "zerolayer/sampling.h"
 
 namespace zl {
 namespace {

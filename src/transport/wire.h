@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/status.h"
 #include "zerolayer/request.h"
 #include "zerolayer/shm_protocol.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

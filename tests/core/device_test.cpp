@@ -1,4 +1,4 @@
-#include "core/device.h"
+#include "zerolayer/device.h"
 
 #include <gtest/gtest.h>
 

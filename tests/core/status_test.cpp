@@ -1,4 +1,4 @@
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 #include <gtest/gtest.h>
 

@@ -12,8 +12,8 @@
 #include <map>
 #include <random>
 
+#include "bundle/model_loader.h"
 #include "engine/engine_core.h"
-#include "model/model_loader.h"
 
 namespace zl {
 namespace {

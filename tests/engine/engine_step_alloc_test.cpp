@@ -23,9 +23,9 @@
 #include <mutex>
 #include <random>
 
+#include "bundle/model_loader.h"
 #include "engine/alloc_counter.h"
 #include "engine/engine_core.h"
-#include "model/model_loader.h"
 
 namespace zl {
 namespace {

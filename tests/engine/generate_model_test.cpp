@@ -9,8 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "bundle/model_loader.h"
 #include "collecting_sink.h"
-#include "model/model_loader.h"
 #include "test_util.h"
 #include "zerolayer/engine.h"
 

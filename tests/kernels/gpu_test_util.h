@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "core/dtype.h"
 #include "kernels/cuda/runtime.h"
 

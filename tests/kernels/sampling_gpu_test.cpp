@@ -9,6 +9,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/check.h"
 #include "engine/sampler.h"
 #include "gpu_test_util.h"
 #include "kernels/cpu/argmax.h"

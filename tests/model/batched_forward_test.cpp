@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "bundle/model_loader.h"
 #include "model/llama.h"
-#include "model/model_loader.h"
 
 namespace zl {
 namespace {

@@ -2,6 +2,7 @@
 // TinyStories model converted by llama.cpp): shapes, config and vocabulary.
 #include <gtest/gtest.h>
 
+#include "bundle/gguf_vocab.h"
 #include "model/gguf.h"
 #include "test_util.h"
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 
+#include "bundle/gguf_vocab.h"
 #include "core/dtype.h"
 #include "model/gguf_writer.h"
 #include "model/rewrite_file.h"

@@ -5,10 +5,10 @@
 
 #include <filesystem>
 
+#include "bundle/model_loader.h"
 #include "core/mapped_file.h"
 #include "model/fake_hub.h"
 #include "model/hf_hub_download.h"
-#include "model/model_loader.h"
 #include "test_util.h"
 
 namespace zl {

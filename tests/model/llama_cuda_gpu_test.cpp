@@ -12,11 +12,12 @@
 #include <functional>
 #include <numeric>
 
+#include "bundle/model_loader.h"
+#include "core/check.h"
 #include "core/thread_pool.h"
 #include "kernels/gpu_test_util.h"
 #include "model/llama.h"
 #include "model/llama_cuda.h"
-#include "model/model_loader.h"
 #include "test_util.h"
 
 namespace zl {

@@ -20,9 +20,9 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "bundle/model_loader.h"
 #include "kernels/cpu/matmul.h"
 #include "model/llama.h"
-#include "model/model_loader.h"
 #include "test_util.h"
 
 namespace zl {

@@ -28,8 +28,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "bundle/model_loader.h"
 #include "model/llama.h"
-#include "model/model_loader.h"
 #include "prompt_logits.h"
 #include "test_util.h"
 

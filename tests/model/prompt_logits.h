@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "bundle/model_loader.h"
 #include "model/llama.h"
-#include "model/model_loader.h"
 
 namespace zl::test {
 

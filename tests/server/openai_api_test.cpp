@@ -7,8 +7,8 @@
 
 #include <cmath>
 
+#include "bundle/chat_prompt.h"
 #include "server/sse.h"
-#include "tokenizer/chat_prompt.h"
 
 namespace zl::server {
 namespace {

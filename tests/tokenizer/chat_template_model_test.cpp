@@ -10,9 +10,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "bundle/chat_template_source.h"
+#include "jinja/chat_template.h"
 #include "test_util.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/chat_template_source.h"
 
 namespace zl {
 namespace {

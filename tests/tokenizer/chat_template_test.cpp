@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bundle/chat_template_source.h"
+#include "jinja/chat_template.h"
+#include "jinja/chat_template_eval.h"
 #include "test_util.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/chat_template_eval.h"
-#include "tokenizer/chat_template_source.h"
 
 namespace zl {
 namespace {

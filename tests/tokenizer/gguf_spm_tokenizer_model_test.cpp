@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sentencepiece_processor.h>
 
+#include "bundle/gguf_vocab.h"
 #include "model/gguf.h"
 #include "test_util.h"
 #include "tokenizer/spm_tokenizer.h"

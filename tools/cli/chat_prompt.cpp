@@ -1,7 +1,7 @@
 #include "chat_prompt.h"
 
-#include "model/model_loader.h"
-#include "tokenizer/chat_prompt.h"
+#include "bundle/chat_prompt.h"
+#include "bundle/model_loader.h"
 
 namespace zl::cli {
 

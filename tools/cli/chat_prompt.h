@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common.h"
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl::cli {
 

@@ -3,10 +3,10 @@
 //   zerolayer convert --model dummy:llama-1b --quantization q4_0 --out l1b.q4_0.gguf
 #include <cstdio>
 
+#include "bundle/model_loader.h"
 #include "commands.h"
 #include "common.h"
 #include "model/gguf_export.h"
-#include "model/model_loader.h"
 
 namespace zl::cli {
 

@@ -19,10 +19,10 @@
 #include <thread>
 
 #include "commands.h"
-#include "core/device.h"
 #include "common.h"
 #include "monitor_view.h"
 #include "transport/stats_reader.h"
+#include "zerolayer/device.h"
 
 namespace zl::cli {
 namespace {

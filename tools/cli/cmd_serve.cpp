@@ -16,10 +16,10 @@
 #include <memory>
 #include <thread>
 
+#include "bundle/chat_prompt.h"
 #include "commands.h"
 #include "common.h"
 #include "server/http_server.h"
-#include "tokenizer/chat_prompt.h"
 #include "transport/shm_server.h"
 #include "zerolayer/engine.h"
 

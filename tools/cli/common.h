@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
-#include "model/model_loader.h"
+#include "bundle/model_loader.h"
 #include "zerolayer/engine.h"
+#include "zerolayer/status.h"
 
 namespace zl::cli {
 

@@ -7,8 +7,8 @@
 
 #include <cfloat>
 
-#include "core/status.h"
 #include "kernels/cuda/runtime.h"
+#include "zerolayer/status.h"
 
 namespace zl::cuda {
 

@@ -13,8 +13,8 @@
 
 #include <cstdint>
 
-#include "core/status.h"
 #include "kernels/cuda/runtime.h"
+#include "zerolayer/status.h"
 
 namespace zl::cuda {
 

@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/status.h"
 #include "kernels/cuda/runtime.h"
+#include "zerolayer/status.h"
 
 namespace zl::cuda {
 

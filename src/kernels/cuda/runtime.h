@@ -13,7 +13,7 @@
 #include <functional>
 #include <string>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 struct CUstream_st;  // what cudaStream_t points to
 

@@ -1,4 +1,4 @@
-#include "tokenizer/chat_prompt.h"
+#include "bundle/chat_prompt.h"
 
 #include <algorithm>
 #include <filesystem>

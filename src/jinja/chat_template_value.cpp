@@ -1,4 +1,4 @@
-#include "tokenizer/chat_template_value.h"
+#include "jinja/chat_template_value.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,6 +1,6 @@
 // Status and StatusOr<T>: how anything the environment can cause (a missing
 // file, a corrupt header, bad JSON, a value out of range) travels back to the
-// caller. Bugs are not Statuses: they are CHECKs (core/check.h).
+// caller. Bugs are not Statuses: they abort (inside the engine, CHECK).
 //
 //   StatusOr<Config> c = parse_config(path);
 //   if (!c.ok()) return c.status();      // or ZL_ASSIGN_OR_RETURN(auto cfg, ...)
@@ -15,8 +15,6 @@
 #include <string_view>
 #include <utility>
 #include <variant>
-
-#include "core/check.h"
 
 namespace zl {
 
@@ -94,11 +92,17 @@ Status internal_error(const Args&... args) {
   return Status(StatusCode::kInternal, str_cat(args...));
 }
 
+namespace detail {
+// A StatusOr used wrongly (a bug in the caller): print and abort.
+[[noreturn]] void status_or_from_ok();
+[[noreturn]] void status_or_bad_access(const Status& status);
+}  // namespace detail
+
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : value_(std::move(status)) {  // NOLINT: implicit by design
-    CHECK(!std::get<Status>(value_).ok()) << "StatusOr built from an ok Status";
+    if (std::get<Status>(value_).ok()) detail::status_or_from_ok();
   }
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
 
@@ -116,7 +120,7 @@ class [[nodiscard]] StatusOr {
 
  private:
   T& checked() {
-    CHECK(ok()) << "value() on an error: " << std::get<Status>(value_).to_string();
+    if (!ok()) detail::status_or_bad_access(std::get<Status>(value_));
     return std::get<T>(value_);
   }
   std::variant<Status, T> value_;

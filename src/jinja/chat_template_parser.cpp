@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "tokenizer/chat_template_ast.h"
+#include "jinja/chat_template_ast.h"
 
 namespace zl::jinja {
 namespace {

@@ -14,11 +14,11 @@
 #include <optional>
 #include <string>
 
-#include "core/status.h"
 #include "model/config.h"
 #include "model/tensor_index.h"
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

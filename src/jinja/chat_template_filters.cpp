@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "tokenizer/chat_template_eval.h"
-#include "tokenizer/chat_template_strings.h"
+#include "jinja/chat_template_eval.h"
+#include "jinja/chat_template_strings.h"
 
 namespace zl::jinja {
 namespace {

@@ -12,7 +12,7 @@
 #include <cctype>
 #include <cstring>
 
-#include "tokenizer/chat_template_ast.h"
+#include "jinja/chat_template_ast.h"
 
 namespace zl::jinja {
 namespace {

@@ -25,7 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 namespace jinja {

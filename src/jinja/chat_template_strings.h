@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "tokenizer/chat_template_eval.h"
+#include "jinja/chat_template_eval.h"
 
 namespace zl::jinja {
 

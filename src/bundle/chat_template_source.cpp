@@ -1,9 +1,9 @@
-#include "tokenizer/chat_template_source.h"
+#include "bundle/chat_template_source.h"
 
 #include <filesystem>
 
 #include "core/mapped_file.h"
-#include "tokenizer/chat_template.h"
+#include "jinja/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace zl {

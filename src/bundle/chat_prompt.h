@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/chat_template_source.h"
+#include "bundle/chat_template_source.h"
+#include "jinja/chat_template.h"
+#include "zerolayer/status.h"
 
 namespace zl {
 

@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "tokenizer/chat_template_ast.h"
+#include "jinja/chat_template_ast.h"
 
 namespace zl::jinja {
 

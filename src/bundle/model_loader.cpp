@@ -1,7 +1,8 @@
-#include "model/model_loader.h"
+#include "bundle/model_loader.h"
 
 #include <cstdlib>
 
+#include "bundle/gguf_vocab.h"
 #include "core/mapped_file.h"
 #include "model/dummy.h"
 #include "model/gguf.h"

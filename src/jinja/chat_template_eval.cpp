@@ -1,4 +1,4 @@
-#include "tokenizer/chat_template_eval.h"
+#include "jinja/chat_template_eval.h"
 
 #include <algorithm>
 #include <cmath>

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
-#include "tokenizer/chat_template_value.h"
+#include "jinja/chat_template_value.h"
+#include "zerolayer/status.h"
 
 namespace zl::jinja {
 

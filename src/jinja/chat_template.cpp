@@ -1,7 +1,7 @@
-#include "tokenizer/chat_template.h"
+#include "jinja/chat_template.h"
 
-#include "tokenizer/chat_template_ast.h"
-#include "tokenizer/chat_template_eval.h"
+#include "jinja/chat_template_ast.h"
+#include "jinja/chat_template_eval.h"
 
 namespace zl {
 namespace {

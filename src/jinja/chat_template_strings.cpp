@@ -1,4 +1,4 @@
-#include "tokenizer/chat_template_strings.h"
+#include "jinja/chat_template_strings.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "engine/histogram.h"
+#include "zerolayer/histogram.h"
 
 #include <algorithm>
 

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/status.h"
+#include "zerolayer/status.h"
 
 namespace zl::jinja {
 
