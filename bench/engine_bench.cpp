@@ -12,13 +12,16 @@
 //     (default dummy:llama-110m).
 // Each configuration runs --runs times on a fresh engine; min and median.
 // --overlap off turns overlap scheduling off (EngineConfig::overlap_scheduling),
-// to compare both in one run.
+// to compare both in one run. --sampled F makes that share of the requests
+// sample (temperature 0.8, top-p 0.95, repetition / presence / frequency
+// penalties, a seed each); the rest are greedy.
 // The gap's tail on a shared machine is mostly other processes taking the
 // engine thread's core: each line also gives the involuntary context switches
 // of all the engine's threads per second of the run and the 1-minute load
 // average at its end, to tell a busy machine from a slow engine.
 //   build/bench/engine_bench --mode gap --seqs 1,16,64,256
 //   build/bench/engine_bench --mode gap --arrival closed --seqs 1,16,64,256
+//   build/bench/engine_bench --mode gap --sampled 0.5 --seqs 256 --cache-policy paged
 //   build/bench/engine_bench --mode throughput --model dummy:llama-110m --seqs 1,8,32,64
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
@@ -26,6 +29,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -68,6 +72,7 @@ struct Workload {
   int num_seqs = 1;
   int max_new = 200;
   int rounds = 4;
+  double sampled = 0.0;  // share of requests that sample, spread evenly
 };
 
 struct RunResult {
@@ -92,11 +97,21 @@ double load_average_1m() {
   return load;
 }
 
-Request make_request(int index, int max_new, const std::shared_ptr<EventSink>& sink) {
+Request make_request(int index, int max_new, double sampled, const std::shared_ptr<EventSink>& sink) {
   Request r;
   r.prompt_ids = {1, static_cast<int32_t>(3 + index % 200), 4, 5};
   r.max_new_tokens = max_new;
   r.sampling.temperature = 0.0f;
+  // Request i samples when floor((i + 1) * sampled) moves past floor(i * sampled).
+  if (std::floor((index + 1) * sampled) > std::floor(index * sampled)) {
+    r.sampling.temperature = 0.8f;
+    r.sampling.top_p = 0.95f;
+    r.sampling.repetition_penalty = 1.1f;
+    r.sampling.presence_penalty = 0.3f;
+    r.sampling.frequency_penalty = 0.3f;
+    r.sampling.has_seed = true;
+    r.sampling.seed = static_cast<uint64_t>(index);
+  }
   r.ignore_eos = true;
   r.sink = sink;
   return r;
@@ -125,7 +140,7 @@ StatusOr<RunResult> run_once(const std::string& model, const Workload& load, int
   uint32_t submitted = 0;
   auto submit_next = [&]() -> Status {
     const int max_new = load.closed ? length(rng) : load.max_new;
-    ZL_RETURN_IF_ERROR(engine->submit(make_request(static_cast<int>(submitted), max_new, sink)).status());
+    ZL_RETURN_IF_ERROR(engine->submit(make_request(static_cast<int>(submitted), max_new, load.sampled, sink)).status());
     ++submitted;
     return Status();
   };
@@ -157,6 +172,7 @@ int main(int argc, char** argv) {
   std::vector<int> seqs;
   std::string arrival = "burst";
   int runs = 3, max_new = 200, threads = 0, rounds = 4;
+  double sampled = 0.0;
   app.add_option("--mode", mode, "gap or throughput")->check(CLI::IsMember({"gap", "throughput"}));
   app.add_option("--model", model, "Model (default: dummy:tiny for gap, dummy:llama-110m for throughput)");
   app.add_option("--seqs", seqs, "Concurrent sequences, e.g. 1,16,64,256")->delimiter(',');
@@ -169,10 +185,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--rounds", rounds, "closed: requests in all, in multiples of --seqs")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "Compute threads (0: one per core)");
+  app.add_option("--sampled", sampled, "Share of requests that sample (temperature 0.8, top-p 0.95, penalties)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   app.add_option("--cache-policy", policy_name, "contiguous, paged or hybrid")->capture_default_str();
   bool stats_region = false;
   std::string overlap = "on";
-  app.add_option("--overlap", overlap, "Overlap scheduling (EngineConfig::overlap_scheduling; contiguous policy only)")
+  app.add_option("--overlap", overlap, "Overlap scheduling (EngineConfig::overlap_scheduling; CPU)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.add_flag("--stats-region", stats_region, "Publish into a stats region as serve does (zerolayer/stats_protocol.h)");
@@ -188,7 +207,7 @@ int main(int argc, char** argv) {
   for (int n : seqs) {
     std::vector<double> p50, p99, max, tps, batch, switches;
     for (int r = 0; r < runs; ++r) {
-      const zl::Workload load{arrival == "closed", n, max_new, rounds};
+      const zl::Workload load{arrival == "closed", n, max_new, rounds, sampled};
       auto result = zl::run_once(model, load, threads, *policy, overlap == "on", stats_region);
       if (!result.ok()) {
         std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
@@ -202,11 +221,13 @@ int main(int argc, char** argv) {
       switches.push_back(static_cast<double>(result->involuntary_switches) / result->seconds);
     }
     std::printf(
-        "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"overlap\":\"%s\",\"stats_region\":%s,\"seqs\":%d,\"runs\":%d,"
+        "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"overlap\":\"%s\",\"sampled\":%.2f,"
+        "\"stats_region\":%s,\"seqs\":%d,\"runs\":%d,"
         "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
         "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
         "\"mean_batch\":%.1f,\"involuntary_switches_per_s\":%.0f,\"load_1m\":%.2f}\n",
-        mode.c_str(), arrival.c_str(), model.c_str(), policy_name.c_str(), overlap.c_str(), stats_region ? "true" : "false", n, runs, *std::min_element(p50.begin(), p50.end()),
+        mode.c_str(), arrival.c_str(), model.c_str(), policy_name.c_str(), overlap.c_str(), sampled,
+        stats_region ? "true" : "false", n, runs, *std::min_element(p50.begin(), p50.end()),
         zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
         *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),
         zl::median(tps), zl::median(batch), zl::median(switches), zl::load_average_1m());

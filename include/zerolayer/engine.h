@@ -52,11 +52,11 @@ struct EngineConfig {
   // instead of their window only (llama.cpp's --swa-full): more memory, for
   // comparison and debugging.
   bool full_window_kv = false;
-  // Overlap scheduling (CPU, contiguous policy): while one forward pass of
-  // plain-greedy rows runs, the engine samples the one before and plans the
-  // next, which starts on the previous pass's tokens as soon as it ends. A
-  // sequence that stops meanwhile computes its queued row (or prefill
-  // chunk), which is dropped.
+  // Overlap scheduling (CPU, every cache policy): while one forward pass
+  // runs, the engine publishes the one before and plans the next, which
+  // starts on the previous pass's tokens (argmax or sampled, drawn right
+  // after that pass) as soon as it ends. A sequence that stops meanwhile
+  // computes its queued row (or prefill chunk), which is dropped.
   bool overlap_scheduling = true;
   WeightFormat weight_format;         // --dtype / --quantization conversion at load
   std::function<void(int, int)> load_progress;  // (tensors done, total), while loading

@@ -22,17 +22,18 @@
 // a compaction, a paged table that must grow, or more decodes than the token
 // budget make schedule() build the batch anew instead.
 // The sequences that finish in a step give their blocks back together.
-// With overlap scheduling (contiguous, CPU) the forward passes run on a
-// runner thread and a step is: plan the next pass as if the running one had
-// ended (each sequence counts the tokens it has in that pass, and a greedy
-// row there becomes a decode here whose token the runner copies from the
-// running pass's argmax), queue it, then wait for the running pass and
-// commit, sample and publish it while the queued one runs. A sequence that
-// finishes meanwhile may have a queued row (or prefill chunk), computed and
-// dropped; it keeps
-// its blocks and its finish event until that pass ends. Passes that sample
-// (a sampler needs the logits before the next token is known) and
-// admissions that need compaction run with nothing queued behind them.
+// A pass is the forward call and its sampling: the rows whose sequence
+// samples draw their token from their logits row right after it, on the
+// thread that ran it, so the engine reads tokens, never logits.
+// With overlap scheduling (contiguous, CPU) the passes run on a runner
+// thread and a step is: plan the next pass as if the running one had ended
+// (each sequence counts the tokens it has in that pass, and a row there
+// becomes a decode here whose token the runner copies from the running
+// pass's result), queue it, then wait for the running pass and commit and
+// publish it while the queued one runs. A sequence that finishes meanwhile
+// may have a queued row (or prefill chunk), computed and dropped; it keeps
+// its blocks and its finish event until that pass ends. Admissions that
+// need compaction run with nothing queued behind them.
 #include "engine/engine_core.h"
 
 #include <algorithm>
@@ -78,7 +79,10 @@ EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& c
     plan.rows.reserve(max_seqs);
     plan.row_seqs.reserve(max_seqs);
     plan.scheduled.reserve(max_seqs);
-    plan.greedy.resize(max_seqs);
+    plan.next_tokens.resize(max_seqs);
+    plan.sampled.reserve(max_seqs);
+    plan.samples.resize(max_seqs);
+    plan.top.resize(max_seqs * kMaxTopLogprobs);
     plan.feeds.reserve(max_seqs);
   }
   running_.reserve(max_seqs);
@@ -101,9 +105,9 @@ EngineCore::EngineCore(const EngineConfig& config, LlamaModel& model, KvCache& c
     // Sized once: a chunk's span of it stays valid as the window moves on.
     for (std::vector<int32_t>& table : spare_window_tables_) table.assign(table_capacity, 0);
   }
-  // Preemption (paged, hybrid) and a device model's own streams are not
-  // ready for a pass in flight while the engine plans the next.
-  if (config.overlap_scheduling && config.cache_policy == CachePolicy::kContiguous && config.device.kind == Device::Kind::kCpu)
+  // A device model's own streams are not ready for a pass in flight while
+  // the engine plans the next.
+  if (config.overlap_scheduling && config.device.kind == Device::Kind::kCpu)
     runner_ = std::make_unique<ForwardRunner>(model, cache);
 }
 
@@ -260,7 +264,7 @@ void EngineCore::sign_all(Sequence* seq) {
 }
 
 void EngineCore::preempt_last() {
-  CHECK(!pass_running()) << "preemption would free blocks a running pass writes";
+  CHECK(may_preempt_last()) << "preemption would free blocks a running pass writes";
   rows_kept_ = false;
   std::unique_ptr<Sequence> victim = std::move(running_.back());
   running_.pop_back();
@@ -289,9 +293,9 @@ void EngineCore::add_to_batch(Sequence* seq, int32_t start, int32_t num_tokens, 
   prepare_window(seq, start, num_tokens);
   plan_->chunks.push_back(SeqChunk{begin, num_tokens, start, seq->blocks.table, seq->window.slots});
   if (feed_row >= 0 || start + num_tokens == static_cast<int32_t>(seq->tokens.size())) {
+    if (!seq->plain_greedy) plan_->sampled.push_back(SampledRow{static_cast<int32_t>(plan_->rows.size()), &seq->sampler});
     plan_->rows.push_back(begin + num_tokens - 1);
     plan_->row_seqs.push_back(seq);
-    plan_->num_greedy_rows += seq->plain_greedy;
   }
   plan_->scheduled.push_back(Scheduled{seq, num_tokens});
 }
@@ -311,32 +315,39 @@ void EngineCore::schedule() {
   plan_->rows.clear();
   plan_->row_seqs.clear();
   plan_->scheduled.clear();
-  plan_->num_greedy_rows = 0;
+  plan_->sampled.clear();
   int32_t left = budget;
   // Decodes first. A decode that finds no block preempts the latest admitted
   // sequence (possibly itself); running_ only shrinks from the back here.
   // With a pass in flight, a sequence's state is taken as after that pass:
-  // a row that samples there decodes here on the token it will sample.
+  // a row that samples there decodes here on the token it will sample (the
+  // runner draws it right after that pass).
   size_t i = 0;
   for (; i < running_.size() && left > 0; ++i) {
     Sequence* seq = running_[i].get();
     if (seq->state != SeqState::kRunning) continue;  // finished, its pass still running
     const bool fed = in_flight(seq) && seq->plan_row >= 0;
     if (fed) {
-      CHECK(seq->plain_greedy) << "a sampled row's next token is not known before the engine samples it";
       // Its in-flight row samples its last token: it finishes by length.
       if (static_cast<int32_t>(seq->tokens.size()) + 1 >= seq->max_total_tokens) continue;
       const int32_t start = seq->num_computed + seq->plan_tokens;
-      CHECK(reserve(seq, start + 1)) << "a contiguous reservation covers every decode";
+      if (!reserve(seq, start + 1)) {  // paged: no block; preempt once the pass has ended
+        need_drain_ = true;
+        continue;
+      }
       add_to_batch(seq, start, 1, seq->plan_row);
       left -= 1;
       continue;
     }
     if (seq->num_pending() - (in_flight(seq) ? seq->plan_tokens : 0) != 1) continue;
     bool has_room = reserve(seq, static_cast<int32_t>(seq->tokens.size()));
-    while (!has_room && running_.back().get() != seq) {
+    while (!has_room && running_.back().get() != seq && may_preempt_last()) {
       preempt_last();
       has_room = reserve(seq, static_cast<int32_t>(seq->tokens.size()));
+    }
+    if (!has_room && !may_preempt_last()) {  // the victim is in the running pass: after it
+      need_drain_ = true;
+      continue;
     }
     if (!has_room) {
       preempt_last();  // seq itself is last
@@ -353,6 +364,13 @@ void EngineCore::schedule() {
   // free: then give the latest admitted sequence's memory to the others.
   // (Not while a pass runs: its sequences' blocks must stay.)
   if (plan_->scheduled.empty() && running_.size() > 1 && !pass_running()) preempt_last();
+}
+
+// The latest admitted sequence may give its blocks up: no pass it is in
+// still runs (a sequence that finished meanwhile goes in reap_finished()).
+bool EngineCore::may_preempt_last() const {
+  const Sequence* last = running_.back().get();
+  return last->state == SeqState::kRunning && !in_flight(last);
 }
 
 // Prefill chunks in admission order with what is left of the budget.
@@ -377,37 +395,48 @@ void EngineCore::step() {
   admit_waiting(/*may_compact=*/true);
   schedule();
   if (plan_->scheduled.empty()) return;
-  if (runner_ && plan_->num_greedy_rows == static_cast<int32_t>(plan_->rows.size())) {
+  prepare_job(*plan_);
+  if (runner_) {
     submit_plan();  // the next step plans beside it
     std::swap(plan_, inflight_);
     return;
   }
-  ForwardJob& job = plan_->job;
-  const bool greedy_only = plan_->num_greedy_rows == static_cast<int32_t>(plan_->rows.size());
-  job.start = Clock::now();
-  job.status = model_.forward(ForwardBatch{plan_->tokens, plan_->chunks, plan_->rows}, cache_, logits_.data(),
-                              plan_->num_greedy_rows > 0 ? plan_->greedy.data() : nullptr, greedy_only);
-  job.end = Clock::now();
-  finish_pass(job);
+  run_forward_job(model_, cache_, plan_->job);
+  finish_pass(plan_->job);
 }
 
 // A pass runs on the runner. Plan the next as if it had ended (schedule()
 // reads in_flight()), queue it behind, then wait for the running pass and
-// update it: the next pass starts on its greedy tokens at once, and this
-// bookkeeping runs beside it. A pass with sampled rows (their tokens come
-// from the sampler, here) or an admission waiting for compaction (which
-// moves KV blocks) is updated first instead, with nothing queued.
+// update it: the next pass starts on its tokens (drawn by the runner for
+// sampled rows) at once, and this bookkeeping runs beside it. An admission
+// waiting for compaction (which moves KV blocks) updates the running pass
+// first instead, with nothing queued.
 void EngineCore::step_overlapped() {
-  const bool drain = need_drain_ || inflight_->num_greedy_rows != static_cast<int32_t>(inflight_->rows.size());
-  if (!drain) {
+  if (!need_drain_) {
     admit_waiting(/*may_compact=*/false);
     schedule();
-    if (!plan_->scheduled.empty()) submit_plan();
+    if (!plan_->scheduled.empty()) {
+      prepare_job(*plan_);
+      submit_plan();
+    }
   }
   std::swap(plan_, inflight_);  // plan_: the pass that is ending
   const ForwardJob* job = runner_->wait();
   CHECK(job == &plan_->job) << "the runner returned passes out of order";
   finish_pass(*job);
+}
+
+// Points plan's job at its batch and result buffers.
+void EngineCore::prepare_job(StepPlan& plan) {
+  ForwardJob& job = plan.job;
+  job.batch = ForwardBatch{plan.tokens, plan.chunks, plan.rows};
+  job.tokens = plan.tokens;
+  job.feeds = plan.feeds;
+  job.logits = logits_.data();
+  job.next_tokens = plan.next_tokens.data();
+  job.sampled = plan.sampled;
+  job.samples = plan.samples.data();
+  job.top = plan.top.data();
 }
 
 // Hands plan_ to the runner and stamps its sequences with the pass's number
@@ -423,15 +452,8 @@ void EngineCore::submit_plan() {
     s.seq->plan_row = -1;
   }
   for (size_t row = 0; row < plan.row_seqs.size(); ++row) plan.row_seqs[row]->plan_row = static_cast<int32_t>(row);
-  ForwardJob& job = plan.job;
-  job.batch = ForwardBatch{plan.tokens, plan.chunks, plan.rows};
-  job.tokens = plan.tokens;
-  job.feeds = plan.feeds;
-  job.logits = logits_.data();
-  job.greedy_tokens = plan.num_greedy_rows > 0 ? plan.greedy.data() : nullptr;
-  job.greedy_only = plan.num_greedy_rows == static_cast<int32_t>(plan.rows.size());
   num_overlapped_passes_ += pass_running();
-  runner_->submit(&job);
+  runner_->submit(&plan.job);
 }
 
 // plan_'s pass has ended (here or on the runner): record it, commit and
@@ -476,22 +498,22 @@ void EngineCore::update(Clock::time_point now) {
     // sequence that decodes next with no row to keep: build the batch anew.
     if (plan_->scheduled[i].seq->num_pending() == 1) keep = false;
   }
-  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  // The pass drew the sampled rows' tokens; the list is rebuilt for the next.
+  plan_->sampled.clear();
   // Kept decode rows all sampled their last token when the previous forward
   // pass ended: one inter-token time for all of them.
   const size_t num_kept = plan_->reused ? plan_->num_decode_rows : 0;
   const int64_t generated_before = generation_tokens_total_;
   int64_t kept_generated = 0;
   size_t next_rows = 0;
-  int32_t next_greedy = 0;
   for (size_t row = 0; row < num_rows; ++row) {
     if (row + kRowsAhead < num_rows) prefetch_row_state(row + kRowsAhead);
     if (row + kRowsAhead / 2 < num_rows) prefetch_token_slot(row + kRowsAhead / 2);
     if (plan_->row_seqs[row]->state != SeqState::kRunning) continue;
     if (row < plan_->num_decode_rows) commit_decode(plan_->scheduled[row], now);
-    sample_next(plan_->row_seqs[row], &logits_[row * vocab], plan_->greedy[row], now, row >= num_kept);
+    sample_next(row, now, row >= num_kept);
     if (row + 1 == num_kept) kept_generated = generation_tokens_total_ - generated_before;
-    if (keep) keep = keep_row(row, &next_rows, &next_greedy);
+    if (keep) keep = keep_row(row, &next_rows);
   }
   if (num_kept > 0) inter_token_ns_.record(nanos_between(last_forward_end_, now), static_cast<uint64_t>(kept_generated));
   sign_queued();
@@ -504,7 +526,6 @@ void EngineCore::update(Clock::time_point now) {
   plan_->row_seqs.resize(next_rows);
   plan_->scheduled.resize(next_rows);
   plan_->num_decode_rows = next_rows;
-  plan_->num_greedy_rows = next_greedy;
 }
 
 // Row `row`'s sequence has just sampled, so if it still runs it decodes
@@ -512,12 +533,12 @@ void EngineCore::update(Clock::time_point now) {
 // (<= row: rows only move down, in row order, so none is overwritten before
 // update() reads it). False when a paged table must grow first: then
 // schedule() builds the next batch anew.
-bool EngineCore::keep_row(size_t row, size_t* next_rows, int32_t* next_greedy) {
+bool EngineCore::keep_row(size_t row, size_t* next_rows) {
   Sequence* seq = plan_->row_seqs[row];
   if (seq->state != SeqState::kRunning) return true;
   if (static_cast<int32_t>(seq->tokens.size()) > seq->blocks.num_reserved_tokens) return false;
   const size_t k = (*next_rows)++;
-  *next_greedy += seq->plain_greedy;
+  if (!seq->plain_greedy) plan_->sampled.push_back(SampledRow{static_cast<int32_t>(k), &seq->sampler});
   prepare_window(seq, seq->num_computed, 1);
   plan_->tokens[k] = seq->tokens.back();
   if (k == row && row < plan_->num_decode_rows) {  // a decode row staying where it is
@@ -588,17 +609,17 @@ void EngineCore::sign_queued() {
   for (const KvPool::PreparedSign& sign : prepared_signs_) pool_.apply_sign(sign);
 }
 
-void EngineCore::sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now,
-                             bool record_inter_token) {
-  int32_t token = greedy_token;  // the forward pass's argmax of `logits`
+// Row `row` of plan_ has its next token (the argmax, or its sampler's draw,
+// made with the pass): end the sequence on it, or append and publish it.
+void EngineCore::sample_next(size_t row, Clock::time_point now, bool record_inter_token) {
+  Sequence* seq = plan_->row_seqs[row];
+  const int32_t token = plan_->next_tokens[row];
   float logprob = 0.0f;
-  std::span<const TokenLogprob> top;  // the sampler's, until its next sample()
+  std::span<const TokenLogprob> top;
   if (!seq->plain_greedy) {
-    CHECK(!pass_running()) << "the running pass writes the logits being sampled";
-    SampleResult sample = seq->sampler.sample(logits);
-    token = sample.token;
+    const RowSample& sample = plan_->samples[row];
     logprob = sample.logprob;
-    top = sample.top;
+    top = {&plan_->top[row * kMaxTopLogprobs], static_cast<size_t>(sample.num_top)};
   }
   if (seq->num_generated() == 0 && seq->first_token_at == Clock::time_point()) seq->first_token_at = now;
   bool is_eos = !seq->ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();

@@ -4,8 +4,8 @@
 //
 // Ownership: everything here belongs to the one thread that calls it, but
 // for a pass the ForwardRunner runs (overlap scheduling): its StepPlan's
-// tokens and results, logits_ and the KV it writes are the runner's until
-// runner_->wait() returns it.
+// tokens and results, logits_, the KV it writes and its sampled rows'
+// samplers are the runner's until runner_->wait() returns it.
 // After warm-up a step allocates nothing: batch buffers are sized once for
 // max_num_batched_tokens and max_num_seqs, block tables come from a free list
 // of max_num_seqs tables sized for the longest sequence, and compaction's
@@ -82,9 +82,11 @@ class EngineCore {
     std::vector<int32_t> rows;           // [max_num_seqs] rows whose logits are sampled
     std::vector<Sequence*> row_seqs;     // [max_num_seqs] the sequence of each row
     std::vector<Scheduled> scheduled;    // [max_num_seqs]
-    std::vector<int32_t> greedy;         // [max_num_seqs] each logits row's argmax
+    std::vector<int32_t> next_tokens;    // [max_num_seqs] each logits row's next token
+    std::vector<SampledRow> sampled;     // [max_num_seqs] rows whose sequence samples
+    std::vector<RowSample> samples;      // [max_num_seqs] their logprobs...
+    std::vector<TokenLogprob> top;       // [max_num_seqs, kMaxTopLogprobs] ...and top logprobs
     std::vector<FeedRow> feeds;          // [max_num_seqs] tokens the runner copies in
-    int32_t num_greedy_rows = 0;         // rows of plain-greedy sequences
     // Rows [0, num_decode_rows) are decodes: scheduled[row] is row_seqs[row]'s
     // one token; prefill chunks follow them.
     size_t num_decode_rows = 0;
@@ -108,7 +110,7 @@ class EngineCore {
   [[gnu::always_inline]] inline void queue_signing_if_due(Sequence* seq);
   void sign_queued();
   void sign_all(Sequence* seq);
-  // feed_row >= 0: the one token is the in-flight pass's greedy token of
+  // feed_row >= 0: the one token is the in-flight pass's next token of
   // that row (overlap), else tokens from `start`.
   void add_to_batch(Sequence* seq, int32_t start, int32_t num_tokens, int32_t feed_row = -1);
   void step_overlapped();
@@ -117,14 +119,16 @@ class EngineCore {
   bool in_flight(const Sequence* seq) const { return seq->plan_id > committed_plan_; }
   bool pass_running() const { return runner_ && runner_->outstanding() > 0; }
   void add_prefill_chunks(int32_t budget);
-  [[gnu::always_inline]] inline bool keep_row(size_t row, size_t* next_rows, int32_t* next_greedy);
+  [[gnu::always_inline]] inline bool keep_row(size_t row, size_t* next_rows);
+  bool may_preempt_last() const;
   void preempt_last();
   void update(Clock::time_point now);
   void commit_computed(const Scheduled& s, Clock::time_point now);
   [[gnu::always_inline]] inline void commit_decode(const Scheduled& s, Clock::time_point now);
   // record_inter_token: false when update() records the step's inter-token
   // times at once.
-  [[gnu::always_inline]] inline void sample_next(Sequence* seq, float* logits, int32_t greedy_token, Clock::time_point now, bool record_inter_token);
+  [[gnu::always_inline]] inline void sample_next(size_t row, Clock::time_point now, bool record_inter_token);
+  void prepare_job(StepPlan& plan);
   void finish(Sequence* seq, FinishReason reason, const char* detail, Clock::time_point now);
   void finish_by_id(RequestId id, FinishReason reason, const char* detail);
   void publish();
@@ -164,8 +168,8 @@ class EngineCore {
   StepPlan* plan_ = &plans_[0];
   StepPlan* inflight_ = &plans_[1];
   std::vector<float> logits_;            // [max_num_seqs, vocab_size]
-  // Overlap scheduling: when on (config, CPU, contiguous), greedy passes run
-  // on the runner's thread and chain; see step_overlapped().
+  // Overlap scheduling: when on (config, CPU, contiguous), passes run on the
+  // runner's thread and chain; see step_overlapped().
   // Declared after what a pass reads, so that it is destroyed (waiting for
   // the pass) first.
   std::unique_ptr<ForwardRunner> runner_;

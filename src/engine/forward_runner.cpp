@@ -14,6 +14,11 @@ namespace {
 // to the compute workers.
 constexpr int kSpinIterations = 2000;
 
+// Sampled rows are drawn on the calling thread alone below this many logits
+// in all: a draw costs a few µs on a small vocabulary and milliseconds on a
+// large one (top-p sorts it), the pool's wake-up tens of µs.
+constexpr int64_t kMinLogitsToSpread = int64_t{1} << 18;
+
 // One sleep of the waiting side of a handshake: raise `sleeping` (the other
 // side wakes it only when it sees that, both seq_cst), then sleep on `word`
 // unless it has moved from `value` meanwhile; a negative timeout is none.
@@ -92,7 +97,7 @@ ForwardJob* ForwardRunner::wait() {
 
 void ForwardRunner::run() {
   uint32_t next = 0;
-  const int32_t* prev_greedy = nullptr;  // the last job's greedy tokens (null: it failed)
+  const int32_t* prev_tokens = nullptr;  // the last job's next tokens (null: it failed)
   while (true) {
     uint32_t submitted = submitted_.load(std::memory_order_acquire);
     for (int spin = 0; submitted == next && spin < kSpinIterations; ++spin) {
@@ -105,15 +110,38 @@ void ForwardRunner::run() {
     // A failed pass wrote no tokens: its rows' sequences end with an error,
     // and the rows fed from them compute a valid token that nobody reads.
     for (const FeedRow& feed : job->feeds)
-      job->tokens[static_cast<size_t>(feed.token_index)] = prev_greedy ? prev_greedy[feed.source_row] : 0;
-    job->start = Clock::now();
-    job->status = model_.forward(job->batch, cache_, job->logits, job->greedy_tokens, job->greedy_only);
-    job->end = Clock::now();
-    prev_greedy = job->status.ok() ? job->greedy_tokens : nullptr;
+      job->tokens[static_cast<size_t>(feed.token_index)] = prev_tokens ? prev_tokens[feed.source_row] : 0;
+    run_forward_job(model_, cache_, *job);
+    prev_tokens = job->status.ok() ? job->next_tokens : nullptr;
     done_.store(++next, std::memory_order_seq_cst);
     if (submitted_.load(std::memory_order_seq_cst) == next && engine_sleeping_.load(std::memory_order_seq_cst))
       futex_wake_all(&done_);
   }
+}
+
+void run_forward_job(LlamaModel& model, KvCache& cache, ForwardJob& job) {
+  job.start = Clock::now();
+  job.status = model.forward(job.batch, cache, job.logits, job.next_tokens, job.sampled.empty());
+  if (job.status.ok() && !job.sampled.empty()) {
+    const size_t vocab = static_cast<size_t>(model.config().vocab_size);
+    auto draw = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const SampledRow& s = job.sampled[static_cast<size_t>(i)];
+        const size_t row = static_cast<size_t>(s.row);
+        const SampleResult r = s.sampler->sample(job.logits + row * vocab);
+        job.next_tokens[row] = r.token;
+        job.samples[row] = RowSample{r.logprob, static_cast<int32_t>(r.top.size())};
+        std::copy(r.top.begin(), r.top.end(), job.top + row * kMaxTopLogprobs);
+      }
+    };
+    const int64_t n = static_cast<int64_t>(job.sampled.size());
+    if (n < 2 || n * static_cast<int64_t>(vocab) < kMinLogitsToSpread) {
+      draw(0, n);
+    } else {
+      model.pool().parallel_for(n, draw);
+    }
+  }
+  job.end = Clock::now();
 }
 
 }  // namespace zl

@@ -1,17 +1,20 @@
 // Overlap scheduling's compute thread. The engine hands it forward passes;
-// it runs them one after another, and when the next is already queued it
-// starts it the moment the previous ends, first copying the previous pass's
-// greedy tokens into the rows that continue from them (feeds). Meanwhile the
-// engine thread commits and samples the previous pass, publishes its events
-// and builds the pass after: its bookkeeping runs beside compute instead of
-// between two passes (SGLang's overlap scheduler, vLLM's async scheduling).
+// it runs them one after another, each with its sampling (the rows whose
+// sequence samples draw their token from the pass's logits right after it),
+// and when the next is already queued it starts it the moment the previous
+// ends, first copying the previous pass's tokens into the rows that continue
+// from them (feeds). Meanwhile the engine thread commits the previous pass,
+// publishes its events and builds the pass after: its bookkeeping runs
+// beside compute instead of between two passes (SGLang's overlap scheduler,
+// vLLM's async scheduling).
 //
 // At most two passes are outstanding: one running, one queued. Until wait()
-// returns a job, the runner owns its tokens, its results and the KV it
-// writes; after, the engine does, except the job's greedy tokens, which the
-// runner still reads to feed the job queued behind it (nothing writes them
-// but the next forward pass into that buffer). The logits buffer is shared
-// by all jobs: the engine reads it only with no pass running.
+// returns a job, the runner owns its tokens, its results, the KV it writes
+// and the samplers of its sampled rows; after, the engine does, except the
+// job's next tokens, which the runner still reads to feed the job queued
+// behind it (nothing writes them but the next pass into that buffer). The
+// logits buffer is shared by all jobs and read only by the sampling of the
+// pass that wrote it.
 #pragma once
 
 #include <atomic>
@@ -19,18 +22,32 @@
 #include <span>
 #include <thread>
 
+#include "engine/sampler.h"
 #include "engine/sequence.h"
 #include "model/llama.h"
 #include "zerolayer/status.h"
 
 namespace zl {
 
-// Row `token_index` of a pass takes the previous pass's greedy token of its
-// logits row `source_row`: a plain-greedy sequence's next token, not yet
-// known when the pass was planned.
+// Row `token_index` of a pass takes the previous pass's next token of its
+// logits row `source_row`: a sequence's next token, not yet known when the
+// pass was planned.
 struct FeedRow {
   int32_t token_index;
   int32_t source_row;
+};
+
+// A logits row whose sequence samples (not plain greedy): its token is drawn
+// by its sampler right after the pass, on the thread that ran the pass.
+struct SampledRow {
+  int32_t row;
+  Sampler* sampler;
+};
+
+// What a sampled row gives besides its token.
+struct RowSample {
+  float logprob = 0.0f;                 // the token's, under the raw distribution, if asked for
+  int32_t num_top = 0;                  // its top logprobs: ForwardJob::top[row * kMaxTopLogprobs, + num_top)
 };
 
 struct ForwardJob {
@@ -39,12 +56,20 @@ struct ForwardJob {
   std::span<int32_t> tokens;            // batch.tokens, writable for the feeds
   std::span<const FeedRow> feeds;
   float* logits = nullptr;              // [logit_rows, vocab_size]
-  int32_t* greedy_tokens = nullptr;     // [logit_rows] or null
-  bool greedy_only = false;
-  // Filled by the runner.
+  // [logit_rows] each row's next token: the argmax, replaced by the draw for sampled rows.
+  int32_t* next_tokens = nullptr;
+  // None: the logits are not read (a device model need not copy them back).
+  std::span<const SampledRow> sampled;
+  RowSample* samples = nullptr;         // [logit_rows], set for sampled rows
+  TokenLogprob* top = nullptr;          // [logit_rows, kMaxTopLogprobs]
+  // Filled by whoever runs it (run_forward_job()).
   Status status;
-  Clock::time_point start, end;         // the forward call alone
+  Clock::time_point start, end;         // the forward pass and its sampling
 };
+
+// Runs one job on the calling thread: the forward pass, then its sampled
+// rows' draws (spread over the model's pool when there are several).
+void run_forward_job(LlamaModel& model, KvCache& cache, ForwardJob& job);
 
 class ForwardRunner {
  public:

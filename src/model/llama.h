@@ -53,6 +53,8 @@ class LlamaModel {
 
   const ModelConfig& config() const { return config_; }
   int32_t max_batch_tokens() const { return max_batch_tokens_; }
+  // The CPU threads forward() runs on; free between two calls.
+  ThreadPool& pool() const { return pool_; }
 
   // logits: [logit_rows.size(), vocab_size]. greedy_tokens, if given:
   // [logit_rows.size()], each logits row's argmax (greedy decoding's token,

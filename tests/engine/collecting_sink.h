@@ -18,6 +18,7 @@ class CollectingSink : public EventSink {
     tokens.push_back(event.token);
     text += event.text;
     logprobs.push_back(event.logprob);
+    top_logprobs.push_back(event.top_logprobs);
   }
   void on_finish(const FinishEvent& event) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -40,6 +41,7 @@ class CollectingSink : public EventSink {
 
   std::vector<int32_t> tokens;
   std::vector<float> logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
   std::string text;
   FinishEvent finish;
   int num_finish_events = 0;

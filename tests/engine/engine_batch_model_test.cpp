@@ -130,6 +130,77 @@ TEST(OverlapTest, SameTokensAndFinishesAsWithout) {
   RecordProperty("overlapped_passes", static_cast<int>(overlap_stats.num_overlapped_passes));
 }
 
+// Sampled rows overlap too: the runner draws their tokens right after their
+// pass, and the pass queued behind starts on them. Every request samples
+// (temperature, top-p, penalties, logprobs with alternatives), so before
+// sampling moved onto the runner no pass overlapped; the draws, logprobs and
+// finishes are those of the engine without overlap.
+TEST(OverlapTest, SampledPassesOverlapWithTheSameDraws) {
+  const std::vector<Case> cases = make_cases(32, 512, 24, 11);
+  struct Out {
+    std::vector<int32_t> tokens;
+    std::vector<float> logprobs;
+    std::vector<std::vector<TokenLogprob>> top;
+    FinishReason reason;
+  };
+  auto run = [&](bool overlap, EngineStats* stats) {
+    std::vector<Out> out;
+    auto engine = make_engine("dummy:tiny", CachePolicy::kContiguous, 32, 64, 16 << 20, {}, overlap);
+    if (engine == nullptr) return out;
+    std::vector<std::shared_ptr<test::CollectingSink>> sinks;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      auto sink = std::make_shared<test::CollectingSink>();
+      Request r;
+      r.prompt_ids = cases[i].prompt;
+      r.max_new_tokens = cases[i].max_new;
+      r.sampling.temperature = 0.8f;
+      r.sampling.top_p = 0.95f;
+      r.sampling.presence_penalty = 0.5f;
+      r.sampling.frequency_penalty = 0.25f;
+      r.sampling.repetition_penalty = 1.1f;
+      r.sampling.has_seed = true;
+      r.sampling.seed = 1000 + i;
+      r.sampling.num_top_logprobs = static_cast<int32_t>(i % 4);
+      r.sampling.return_logprob = true;
+      for (int32_t t = 5; t < 512; t += 37) r.stop_token_ids.push_back(t);
+      r.sink = sink;
+      EXPECT_TRUE(engine->submit(std::move(r)).ok());
+      sinks.push_back(sink);
+    }
+    for (auto& sink : sinks) {
+      EXPECT_TRUE(sink->wait());
+      EXPECT_EQ(sink->num_finish_events, 1);
+      out.push_back(Out{sink->tokens, sink->logprobs, sink->top_logprobs, sink->finish.reason});
+    }
+    *stats = engine->stats();
+    return out;
+  };
+  EngineStats sync_stats, overlap_stats;
+  const std::vector<Out> sync = run(false, &sync_stats);
+  const std::vector<Out> overlapped = run(true, &overlap_stats);
+  ASSERT_EQ(sync.size(), cases.size());
+  ASSERT_EQ(overlapped.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(overlapped[i].tokens, sync[i].tokens) << "request " << i;
+    EXPECT_EQ(overlapped[i].logprobs, sync[i].logprobs) << "request " << i;
+    EXPECT_EQ(overlapped[i].reason, sync[i].reason) << "request " << i;
+    ASSERT_EQ(overlapped[i].top.size(), sync[i].top.size()) << "request " << i;
+    for (size_t t = 0; t < sync[i].top.size(); ++t) {
+      ASSERT_EQ(sync[i].top[t].size(), i % 4) << "request " << i << " token " << t;
+      ASSERT_EQ(overlapped[i].top[t].size(), i % 4) << "request " << i << " token " << t;
+      for (size_t k = 0; k < sync[i].top[t].size(); ++k) {
+        EXPECT_EQ(overlapped[i].top[t][k].id, sync[i].top[t][k].id);
+        EXPECT_EQ(overlapped[i].top[t][k].logprob, sync[i].top[t][k].logprob);
+      }
+    }
+  }
+  EXPECT_EQ(sync_stats.num_overlapped_passes, 0);
+  EXPECT_GT(overlap_stats.num_overlapped_passes, overlap_stats.num_steps / 4);
+  EXPECT_EQ(overlap_stats.kv.num_used_blocks, 0);
+  RecordProperty("overlapped_passes", static_cast<int>(overlap_stats.num_overlapped_passes));
+  RecordProperty("steps", static_cast<int>(overlap_stats.num_steps));
+}
+
 TEST(PriorityTest, HigherPriorityIsAdmittedFirst) {
   auto engine = make_engine("dummy:tiny", CachePolicy::kContiguous, 1, 64);
   ASSERT_NE(engine, nullptr);

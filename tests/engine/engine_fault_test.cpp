@@ -22,6 +22,7 @@ struct EngineSetup {
   int max_num_seqs = 8;
   CachePolicy policy = CachePolicy::kContiguous;
   int64_t kv_bytes = 8 << 20;
+  bool overlap = true;
 };
 
 std::unique_ptr<Engine> make_engine(const EngineSetup& setup) {
@@ -32,6 +33,7 @@ std::unique_ptr<Engine> make_engine(const EngineSetup& setup) {
   config.max_num_batched_tokens = 64;
   config.kv_cache_bytes = setup.kv_bytes;
   config.cache_policy = setup.policy;
+  config.overlap_scheduling = setup.overlap;
   auto engine = Engine::create(config);
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
   return engine.ok() ? std::move(*engine) : nullptr;
@@ -127,21 +129,30 @@ TEST_F(EngineFaultTest, AdmissionWithoutMemoryWaitsAndThenServes) {
 }
 
 TEST_F(EngineFaultTest, PagedGrowthWithoutMemoryPreemptsAndEveryRequestFinishes) {
-  // Paged tables grow a block every 16 tokens; every third growth fails, so
-  // the engine preempts sequences that then run again from their prompt.
-  const EngineSetup setup{.policy = CachePolicy::kPaged};
-  auto engine = make_engine(setup);
-  fault::arm(fault::Point::kKvGrow, {.after = 0, .every = 3, .count = 6});
-  Sinks sinks = run_requests(*engine, 4, 60);
-  EXPECT_GT(fault::num_failed(fault::Point::kKvGrow), 0);
-  for (const auto& s : sinks) {
-    EXPECT_EQ(s->num_finish_events, 1);
-    EXPECT_EQ(s->finish.reason, FinishReason::kLength);
-    EXPECT_EQ(s->tokens.size(), 60u);
+  // Paged tables grow a block every 16 tokens; every third growth fails.
+  // Without overlap the engine preempts sequences that then run again from
+  // their prompt; with it, a decode without a block first waits for the
+  // running pass (whose sequences may not be preempted), and the growth is
+  // tried again. Either way every request gets the tokens of a run without
+  // faults.
+  const auto reference = reference_tokens({.policy = CachePolicy::kPaged}, 4, 60);
+  for (bool overlap : {false, true}) {
+    SCOPED_TRACE(overlap ? "overlap" : "no overlap");
+    auto engine = make_engine({.policy = CachePolicy::kPaged, .overlap = overlap});
+    fault::arm(fault::Point::kKvGrow, {.after = 0, .every = 3, .count = 6});
+    Sinks sinks = run_requests(*engine, 4, 60);
+    EXPECT_GT(fault::num_failed(fault::Point::kKvGrow), 0);
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      EXPECT_EQ(sinks[i]->num_finish_events, 1);
+      EXPECT_EQ(sinks[i]->finish.reason, FinishReason::kLength);
+      EXPECT_EQ(sinks[i]->tokens, reference[i]);
+    }
+    EngineStats stats = engine->stats();
+    if (!overlap) EXPECT_GT(stats.num_preemptions, 0);
+    if (overlap) EXPECT_GT(stats.num_overlapped_passes, 0);
+    EXPECT_EQ(stats.kv.num_used_blocks, 0);
+    fault::disarm_all();
   }
-  EngineStats stats = engine->stats();
-  EXPECT_GT(stats.num_preemptions, 0);
-  EXPECT_EQ(stats.kv.num_used_blocks, 0);
 }
 
 }  // namespace

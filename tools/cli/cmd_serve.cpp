@@ -207,7 +207,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens, "Tokens in one forward pass at most")->envname(env("MAX_NUM_BATCHED_TOKENS"))->check(CLI::Range(1, 1 << 24))->capture_default_str();
   cmd->add_option("--max-num-waiting", f->max_num_waiting, "Waiting-queue bound; beyond it requests get 503")->envname(env("MAX_NUM_WAITING"))->check(CLI::Range(1, 1 << 24))->capture_default_str();
   cmd->add_option("--cache-policy", f->cache_policy, "KV memory policy: contiguous, paged or hybrid")->envname(env("CACHE_POLICY"))->check(CLI::IsMember({"contiguous", "paged", "hybrid"}))->capture_default_str();
-  cmd->add_option("--overlap-scheduling", f->overlap_scheduling, "Plan and sample beside the running forward pass (CPU, contiguous policy, greedy rows): on or off")->envname(env("OVERLAP_SCHEDULING"))->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  cmd->add_option("--overlap-scheduling", f->overlap_scheduling, "Plan and publish beside the running forward pass (CPU): on or off")->envname(env("OVERLAP_SCHEDULING"))->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   cmd->add_option("--kv-cache-memory", f->kv_cache_memory, "KV pool: bytes (512M, 2G) or a fraction of free memory (0.3)")->envname(env("KV_CACHE_MEMORY"))->capture_default_str();
   cmd->add_flag("--swa-full", f->swa_full, "Sliding-window layers keep KV for every position, not only their window (more memory; as llama.cpp's --swa-full)")->envname(env("SWA_FULL"));
   cmd->add_option("--block-size", f->block_size, "Tokens per KV block")->envname(env("BLOCK_SIZE"))->check(CLI::Range(1, 1024))->capture_default_str();
