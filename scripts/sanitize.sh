@@ -4,7 +4,10 @@
 #   scripts/sanitize.sh tsan [ctest args]   # build-tsan/: ThreadSanitizer
 #   scripts/sanitize.sh asan --configure-only  # only configure (bench/fuzz.sh builds its targets)
 # ctest args default to "-L unit" (the unit, engine and transport tests that
-# need no model file). Any sanitizer report fails the test that caused it.
+# need no model file), then the overlap scheduling tests on dummy:tiny (its
+# 10,000 random operations under every policy, and sampled passes): their
+# files are labelled model and slow. Any sanitizer report fails the test
+# that caused it.
 # CUDA is off in these builds (nvcc does not take the flags). Run
 # scripts/setup.sh first: it installs the libraries these builds share.
 set -euo pipefail
@@ -27,4 +30,9 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
 export LLVM_SYMBOLIZER_PATH="${LLVM_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14 || echo /usr/lib/llvm-14/bin/llvm-symbolizer)}"
 cd "$dir"
-if (($#)); then ctest --output-on-failure -j "$(nproc)" "$@"; else ctest --output-on-failure -j "$(nproc)" -L unit; fi
+if (($#)); then
+  ctest --output-on-failure -j "$(nproc)" "$@"
+else
+  ctest --output-on-failure -j "$(nproc)" -L unit
+  ctest --output-on-failure -j "$(nproc)" -R '^(OverlapTest|Policies/EngineCoreRandomTest)\.'
+fi
