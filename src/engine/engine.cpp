@@ -313,7 +313,7 @@ void Engine::Impl::run() {
     if (stop) break;
     if (core->has_work()) {
       core->step();
-      num_waiting.store(core->stats_num_waiting(), std::memory_order_relaxed);
+      num_waiting.store(core->num_waiting(), std::memory_order_relaxed);
       if (publisher) publisher->after_step(*core);
     } else {
       if (publisher) publisher->before_idle(*core);

@@ -44,10 +44,6 @@
 namespace zl {
 namespace {
 
-uint64_t nanos_between(Clock::time_point a, Clock::time_point b) {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
-}
-
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -228,7 +224,7 @@ void EngineCore::admit_waiting(bool may_compact) {
       seq->admitted_once = true;
       seq->admitted_at = now;
       seq->num_cached_prompt_tokens = seq->blocks.num_prefix_tokens;
-      prompt_tokens_total_ += seq->num_prompt_tokens;
+      metrics_.prompt_tokens_total += seq->num_prompt_tokens;
     }
     running_.push_back(std::move(waiting_.back()));
     waiting_.pop_back();
@@ -275,7 +271,7 @@ void EngineCore::preempt_last() {
   victim->trace.on_preempt(last_forward_end_);
   victim->num_computed = 0;
   victim->num_preemptions++;
-  num_preemptions_++;
+  metrics_.num_preemptions++;
   insert_waiting(std::move(victim));
 }
 
@@ -452,16 +448,15 @@ void EngineCore::submit_plan() {
     s.seq->plan_row = -1;
   }
   for (size_t row = 0; row < plan.row_seqs.size(); ++row) plan.row_seqs[row]->plan_row = static_cast<int32_t>(row);
-  num_overlapped_passes_ += pass_running();
+  metrics_.num_overlapped_passes += pass_running();
   runner_->submit(&plan.job);
 }
 
 // plan_'s pass has ended (here or on the runner): record it, commit and
 // sample its rows, give finished sequences' blocks back, publish.
 void EngineCore::finish_pass(const ForwardJob& job) {
-  if (have_last_forward_) sched_gap_ns_.record(nanos_between(last_forward_end_, job.start));
-  batch_seqs_.record(plan_->scheduled.size());
-  batch_tokens_hist_.record(plan_->tokens.size());
+  metrics_.record_pass(have_last_forward_, nanos_between(last_forward_end_, job.start), plan_->scheduled.size(),
+                       plan_->tokens.size());
   if (!job.status.ok()) {
     for (const Scheduled& s : plan_->scheduled)
       if (s.seq->state == SeqState::kRunning) finish(s.seq, FinishReason::kError, job.status.message().c_str(), job.end);
@@ -484,7 +479,7 @@ void EngineCore::update(Clock::time_point now) {
   for (size_t row = 0; row < std::min(num_rows, kRowsAhead); ++row) prefetch_row_state(row);
   for (size_t row = 0; row < std::min(num_rows, kRowsAhead / 2); ++row) prefetch_token_slot(row);
   output_->prefetch_pushes(static_cast<uint32_t>(num_rows));
-  request_log_.on_step(now);
+  metrics_.request_log.on_step(now);
   to_sign_.clear();
   // Rows are kept only when no pass runs (plans alternate buffers then), and
   // rows whose sequence finished while their pass ran are skipped.
@@ -503,7 +498,7 @@ void EngineCore::update(Clock::time_point now) {
   // Kept decode rows all sampled their last token when the previous forward
   // pass ended: one inter-token time for all of them.
   const size_t num_kept = plan_->reused ? plan_->num_decode_rows : 0;
-  const int64_t generated_before = generation_tokens_total_;
+  const int64_t generated_before = metrics_.generation_tokens_total;
   int64_t kept_generated = 0;
   size_t next_rows = 0;
   for (size_t row = 0; row < num_rows; ++row) {
@@ -512,10 +507,11 @@ void EngineCore::update(Clock::time_point now) {
     if (plan_->row_seqs[row]->state != SeqState::kRunning) continue;
     if (row < plan_->num_decode_rows) commit_decode(plan_->scheduled[row], now);
     sample_next(row, now, row >= num_kept);
-    if (row + 1 == num_kept) kept_generated = generation_tokens_total_ - generated_before;
+    if (row + 1 == num_kept) kept_generated = metrics_.generation_tokens_total - generated_before;
     if (keep) keep = keep_row(row, &next_rows);
   }
-  if (num_kept > 0) inter_token_ns_.record(nanos_between(last_forward_end_, now), static_cast<uint64_t>(kept_generated));
+  if (num_kept > 0)
+    metrics_.inter_token_ns.record(nanos_between(last_forward_end_, now), static_cast<uint64_t>(kept_generated));
   sign_queued();
   // finish() above cleared rows_kept_; the rows kept here leave out its rows.
   rows_kept_ = keep;
@@ -556,7 +552,7 @@ bool EngineCore::keep_row(size_t row, size_t* next_rows) {
 // are signed now, a decode block is queued for sign_queued()).
 void EngineCore::commit_computed(const Scheduled& s, Clock::time_point now) {
   Sequence* seq = s.seq;
-  if (seq->num_generated() == 0) seq->trace.on_prefill_chunk(s.num_tokens, now, request_log_.num_steps());
+  if (seq->num_generated() == 0) seq->trace.on_prefill_chunk(s.num_tokens, now, metrics_.request_log.num_steps());
   const bool prompt_chunk = seq->num_computed < seq->num_prompt_tokens;
   seq->num_computed += s.num_tokens;
   pool_.commit(seq->blocks, seq->tokens, seq->num_computed, prompt_chunk ? INT32_MAX : 0);
@@ -631,9 +627,9 @@ void EngineCore::sample_next(size_t row, Clock::time_point now, bool record_inte
     return finish(seq, FinishReason::kStop, is_eos ? "eos" : "min_token_prob", now);
   seq->tokens.push_back(token);
   if (record_inter_token && seq->last_token_at != Clock::time_point())
-    inter_token_ns_.record(nanos_between(seq->last_token_at, now));
+    metrics_.inter_token_ns.record(nanos_between(seq->last_token_at, now));
   seq->last_token_at = now;
-  generation_tokens_total_++;
+  metrics_.generation_tokens_total++;
   // Text and stop strings are the output stage's (engine/output_stage.h).
   output_->push_token(seq->output.get(), token, logprob, top);
   if (static_cast<int32_t>(seq->tokens.size()) >= seq->max_total_tokens) finish(seq, FinishReason::kLength, "length", now);
@@ -661,17 +657,7 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   }
   seq->state = SeqState::kFinished;
   any_finished_ = true;
-  e2e_ns_.record(nanos_between(seq->submitted_at, now));
-  if (seq->admitted_once) queue_ns_.record(nanos_between(seq->submitted_at, seq->admitted_at));
-  if (seq->prefilled_at != Clock::time_point()) prefill_ns_.record(nanos_between(seq->admitted_at, seq->prefilled_at));
-  if (seq->first_token_at != Clock::time_point()) {
-    ttft_ns_.record(nanos_between(seq->submitted_at, seq->first_token_at));
-    decode_ns_.record(nanos_between(seq->first_token_at, now));
-  }
-  prompt_tokens_hist_.record(static_cast<uint64_t>(seq->num_prompt_tokens));
-  generation_tokens_hist_.record(static_cast<uint64_t>(seq->num_generated()));
-  num_finished_by_reason_[static_cast<int>(reason)]++;
-  request_log_.record(*seq, reason, now, Clock::now());
+  metrics_.record_finish(*seq, reason, now);
   // A pass still writing its KV holds the event back until reap_finished()
   // gives its blocks back: a finish event means its memory is free.
   if (!in_flight(seq)) output_->push_finish(seq->output.release());
@@ -730,16 +716,9 @@ void EngineCore::reap_finished() {
 
 EngineStats EngineCore::stats() const {
   EngineStats s;
-  s.num_running = static_cast<int32_t>(running_.size());
-  s.num_waiting = static_cast<int32_t>(waiting_.size());
-  // One batch_seqs_ sample per step; one reason count per finished request.
-  s.num_steps = static_cast<int64_t>(batch_seqs_.count());
-  for (int64_t n : num_finished_by_reason_) s.num_finished += n;
-  std::copy(std::begin(num_finished_by_reason_), std::end(num_finished_by_reason_), s.num_finished_by_reason);
-  s.num_preemptions = num_preemptions_;
-  s.num_overlapped_passes = num_overlapped_passes_;
-  s.prompt_tokens_total = prompt_tokens_total_;
-  s.generation_tokens_total = generation_tokens_total_;
+  s.num_running = num_running();
+  s.num_waiting = num_waiting();
+  metrics_.fill(s);
   s.kv = pool_.stats();
   if (window_) {
     const WindowSlotStats w = window_->stats();
@@ -747,22 +726,6 @@ EngineStats EngineCore::stats() const {
     s.window_slots_pinned = w.num_pinned;
     s.window_slots_cached = w.num_cached;
   }
-  s.sched_gap_p50_us = static_cast<double>(sched_gap_ns_.quantile(0.5)) / 1e3;
-  s.sched_gap_p99_us = static_cast<double>(sched_gap_ns_.quantile(0.99)) / 1e3;
-  s.sched_gap_max_us = static_cast<double>(sched_gap_ns_.max()) / 1e3;
-  s.sched_gap_ns = sched_gap_ns_;
-  s.batch_seqs = batch_seqs_;
-  s.batch_tokens = batch_tokens_hist_;
-  s.time_to_first_token_ns = ttft_ns_;
-  s.inter_token_ns = inter_token_ns_;
-  s.e2e_ns = e2e_ns_;
-  s.queue_ns = queue_ns_;
-  s.prefill_ns = prefill_ns_;
-  s.decode_ns = decode_ns_;
-  s.prompt_tokens = prompt_tokens_hist_;
-  s.generation_tokens = generation_tokens_hist_;
-  s.batch_size_mean = batch_seqs_.mean();
-  s.tokens_per_step_mean = batch_tokens_hist_.mean();
   return s;
 }
 

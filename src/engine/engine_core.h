@@ -16,16 +16,15 @@
 #include <memory>
 #include <vector>
 
+#include "engine/engine_metrics.h"
 #include "engine/forward_runner.h"
 #include "engine/kv_pool.h"
 #include "engine/output_stage.h"
-#include "engine/request_log.h"
 #include "engine/sequence.h"
 #include "engine/window_slots.h"
 #include "model/kv_cache.h"
 #include "model/llama.h"
 #include "zerolayer/engine.h"
-#include "zerolayer/histogram.h"
 
 namespace zl {
 
@@ -53,21 +52,23 @@ class EngineCore {
   void abort_all();
 
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
-  int32_t stats_num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   // One iteration: admit, schedule, one forward pass, sample, publish. With
   // overlap (see step_overlapped()) the pass may still run when it returns.
   void step();
 
   EngineStats stats() const;
   const KvPool& pool() const { return pool_; }
+  const EngineMetrics& metrics() const { return metrics_; }
+  // The request log writes a stats region's ring of requests (StatsPublisher).
+  RequestLog& request_log() { return metrics_.request_log; }
+  // When the last forward pass ended.
+  Clock::time_point last_forward_end() const { return last_forward_end_; }
   // For tests: the live sequences' block sets (for KvPool::check_invariants).
   std::vector<const SeqBlocks*> live_blocks() const;
 
  private:
-  // Reads the measurements below a piece at a time, on this thread, rather
-  // than copying them all as stats() does.
-  friend class StatsPublisher;
-
   struct Scheduled {
     Sequence* seq;
     int32_t num_tokens;
@@ -196,17 +197,9 @@ class EngineCore {
   std::vector<std::vector<int32_t>> spare_tables_;  // [max_num_seqs]
   std::vector<std::vector<int32_t>> spare_window_tables_;  // the same, for window slots
 
-  // Measurements.
-  bool have_last_forward_ = false;
+  bool have_last_forward_ = false;       // the last pass ended with work left (a gap follows)
   Clock::time_point last_forward_end_;
-  Histogram sched_gap_ns_, batch_seqs_, batch_tokens_hist_;
-  Histogram ttft_ns_, inter_token_ns_, e2e_ns_, queue_ns_, prefill_ns_, decode_ns_;
-  Histogram prompt_tokens_hist_, generation_tokens_hist_;
-  int64_t num_preemptions_ = 0;
-  int64_t num_overlapped_passes_ = 0;
-  int64_t num_finished_by_reason_[4] = {};  // by FinishReason
-  int64_t prompt_tokens_total_ = 0, generation_tokens_total_ = 0;
-  RequestLog request_log_;               // per-request latency breakdowns
+  EngineMetrics metrics_;
 
   bool any_finished_ = false;            // since the last reap_finished()
   std::vector<RequestId> pending_stops_;  // stop strings found by own_output_

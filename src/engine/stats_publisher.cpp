@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstring>
 
-#include "core/check.h"
 #include "core/seqlock.h"
 #include "engine/engine_core.h"
 #include "engine/signature_stats.h"
@@ -67,7 +66,7 @@ StatusOr<std::unique_ptr<StatsPublisher>> StatsPublisher::create(void* region, s
 }
 
 void StatsPublisher::attach(EngineCore& core) {
-  core.request_log_.attach(&region_->requests);
+  core.request_log().attach(&region_->requests);
   published_counts_.fill(UINT64_MAX);  // nothing published yet
   published_queries_ = -1;
   cycle_started_ns_ = 0;
@@ -76,11 +75,11 @@ void StatsPublisher::attach(EngineCore& core) {
 
 void StatsPublisher::detach(EngineCore& core) {
   before_idle(core);  // leaves the region complete, e.g. for a last look after the server stopped
-  core.request_log_.attach(nullptr);
+  core.request_log().attach(nullptr);
 }
 
 void StatsPublisher::after_step(const EngineCore& core) {
-  const int64_t now = monotonic_ns(core.last_forward_end_);  // no clock read of our own
+  const int64_t now = monotonic_ns(core.last_forward_end());  // no clock read of our own
   if (next_section_ < 0) {
     if (now - cycle_started_ns_ < int64_t(ZL_STATS_PUBLISH_PERIOD_NS)) return;
     cycle_started_ns_ = now;
@@ -101,49 +100,26 @@ void StatsPublisher::publish_section(const EngineCore& core, int index, int64_t 
   if (index == 0) return publish_counters(core, now_ns);
   if (index == kNumSections - 1) return publish_signatures(core, now_ns);
   const int id = index - 1;
-  const Histogram& h = histogram(core, id);
+  const Histogram& h = core.metrics().histogram(id);
   if (h.count() == published_counts_[size_t(id)]) return;
   published_counts_[size_t(id)] = h.count();
   write_histogram_section(region_->histograms[id], h, now_ns);
 }
 
-const Histogram& StatsPublisher::histogram(const EngineCore& core, int id) {
-  switch (static_cast<zl_stats_histogram_id>(id)) {
-    case ZL_STATS_HIST_SCHED_GAP_NS: return core.sched_gap_ns_;
-    case ZL_STATS_HIST_BATCH_SEQS: return core.batch_seqs_;
-    case ZL_STATS_HIST_BATCH_TOKENS: return core.batch_tokens_hist_;
-    case ZL_STATS_HIST_TTFT_NS: return core.ttft_ns_;
-    case ZL_STATS_HIST_INTER_TOKEN_NS: return core.inter_token_ns_;
-    case ZL_STATS_HIST_E2E_NS: return core.e2e_ns_;
-    case ZL_STATS_HIST_QUEUE_NS: return core.queue_ns_;
-    case ZL_STATS_HIST_PREFILL_NS: return core.prefill_ns_;
-    case ZL_STATS_HIST_DECODE_NS: return core.decode_ns_;
-    case ZL_STATS_HIST_PROMPT_TOKENS: return core.prompt_tokens_hist_;
-    case ZL_STATS_HIST_GENERATION_TOKENS: return core.generation_tokens_hist_;
-    case ZL_STATS_HIST_PHASE_TRANSPORT_IN_NS: return core.request_log_.transport_in_ns();
-    case ZL_STATS_HIST_PHASE_ADMISSION_NS: return core.request_log_.admission_ns();
-    case ZL_STATS_HIST_PHASE_QUEUE_NS: return core.request_log_.queue_ns();
-    case ZL_STATS_HIST_PHASE_TRANSPORT_OUT_NS: return core.request_log_.transport_out_ns();
-    case ZL_STATS_HIST_PHASE_TOTAL_NS: return core.request_log_.total_ns();
-    case ZL_STATS_NUM_HISTOGRAMS: break;
-  }
-  CHECK(false) << "no histogram " << id;
-  return core.sched_gap_ns_;
-}
-
 void StatsPublisher::publish_counters(const EngineCore& core, int64_t now_ns) {
   zl_stats_counters& out = region_->counters;
-  const KvPoolStats kv = core.pool_.stats();
-  const SignatureStats& signatures = core.pool_.signature_stats();
+  const EngineMetrics& m = core.metrics();
+  const KvPoolStats kv = core.pool().stats();
+  const SignatureStats& signatures = core.pool().signature_stats();
   zl_stats_counters c = out;  // staged, then stored word by word (core/seqlock.h)
   c.lock.publish_ns = uint64_t(now_ns);
-  c.num_running = static_cast<int32_t>(core.running_.size());
-  c.num_waiting = static_cast<int32_t>(core.waiting_.size());
-  c.num_steps = static_cast<int64_t>(core.batch_seqs_.count());  // one sample per step
-  std::memcpy(c.num_finished_by_reason, core.num_finished_by_reason_, sizeof(c.num_finished_by_reason));
-  c.num_preemptions = core.num_preemptions_;
-  c.prompt_tokens_total = core.prompt_tokens_total_;
-  c.generation_tokens_total = core.generation_tokens_total_;
+  c.num_running = core.num_running();
+  c.num_waiting = core.num_waiting();
+  c.num_steps = m.num_steps();
+  std::memcpy(c.num_finished_by_reason, m.num_finished_by_reason, sizeof(c.num_finished_by_reason));
+  c.num_preemptions = m.num_preemptions;
+  c.prompt_tokens_total = m.prompt_tokens_total;
+  c.generation_tokens_total = m.generation_tokens_total;
   c.kv_num_blocks = kv.num_blocks;
   c.kv_num_free_blocks = kv.num_free_blocks;
   c.kv_num_cached_blocks = kv.num_cached_blocks;
@@ -159,7 +135,7 @@ void StatsPublisher::publish_counters(const EngineCore& core, int64_t now_ns) {
   c.kv_num_evictions = kv.num_evictions;
   c.kv_num_compactions = kv.num_compactions;
   c.kv_num_block_moves = kv.num_block_moves;
-  c.num_requests_traced = core.request_log_.num_traced();
+  c.num_requests_traced = m.request_log.num_traced();
   constexpr size_t kSkip = sizeof(c.lock.sequence);  // owned by the seqlock
   seqlock_write_begin(out.lock.sequence);
   seqlock_store(&out.lock.publish_ns, &c.lock.publish_ns, sizeof(c) - kSkip);
@@ -179,7 +155,7 @@ void write_histogram_section(zl_stats_histogram& out, const Histogram& h, int64_
 }
 
 void StatsPublisher::publish_signatures(const EngineCore& core, int64_t now_ns) {
-  const SignatureStats& stats = core.pool_.signature_stats();
+  const SignatureStats& stats = core.pool().signature_stats();
   if (stats.num_queries() == published_queries_) return;
   published_queries_ = stats.num_queries();
   zl_stats_signatures& out = region_->signatures;

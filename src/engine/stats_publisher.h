@@ -60,7 +60,6 @@ class StatsPublisher {
   void publish_section(const EngineCore& core, int index, int64_t now_ns);
   void publish_counters(const EngineCore& core, int64_t now_ns);
   void publish_signatures(const EngineCore& core, int64_t now_ns);
-  static const Histogram& histogram(const EngineCore& core, int id);
 
   zl_stats_region* region_;
   int next_section_ = -1;              // inside a cycle: the section due at the next step

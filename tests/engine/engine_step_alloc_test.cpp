@@ -91,7 +91,7 @@ class Workload {
     for (int op = 0; op < num_ops; ++op) {
       const int kind = uniform(0, 99);
       if (kind < 22) {
-        if (core_.stats_num_waiting() < kMaxNumWaiting / 2) submit(counts);
+        if (core_.num_waiting() < kMaxNumWaiting / 2) submit(counts);
       } else if (kind < 30) {
         // Mostly recent requests (waiting or running), sometimes finished or unknown ones.
         const RequestId id = static_cast<RequestId>(std::max(1, static_cast<int>(next_id_) - uniform(0, 12)));
