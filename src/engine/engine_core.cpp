@@ -651,16 +651,19 @@ void EngineCore::finish(Sequence* seq, FinishReason reason, const char* detail, 
   event.timings.prefill_s = seq->prefilled_at == Clock::time_point() ? 0.0 : seconds_between(seq->admitted_at, seq->prefilled_at);
   event.timings.first_token_s = since_submit(seq->first_token_at);
   event.timings.finish_s = since_submit(now);
-  if (seq->state == SeqState::kRunning) {  // reap_finished() releases its blocks
+  const bool held_blocks = seq->state == SeqState::kRunning;
+  if (held_blocks) {  // reap_finished() releases its blocks, then pushes its finish
     rows_kept_ = false;  // its row, if any, is stale; update() keeps the rows anew
     sign_all(seq);
   }
   seq->state = SeqState::kFinished;
   any_finished_ = true;
   metrics_.record_finish(*seq, reason, now);
-  // A pass still writing its KV holds the event back until reap_finished()
-  // gives its blocks back: a finish event means its memory is free.
-  if (!in_flight(seq)) output_->push_finish(seq->output.release());
+  // A finish event means its memory is free: a sequence that held blocks
+  // has its event pushed by reap_finished(), after it gives them back (and
+  // after any pass still writing its KV has ended). Pushed here, it could be
+  // delivered before that, when the output ring fills later in the step.
+  if (!held_blocks) output_->push_finish(seq->output.release());
 }
 
 // The forward pass has streamed the KV cache through every cache level, so
