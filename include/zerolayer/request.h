@@ -78,8 +78,10 @@ struct Request {
   std::vector<int32_t> stop_token_ids;  // besides the model's eos ids
   bool ignore_eos = false;
   std::string cache_salt;             // requests with different salts never share KV
-  int32_t priority = 0;               // higher is admitted first, then arrival order
-  float min_token_prob = 0.0f;        // stop when p(sampled token) < this; 0: off
+  // Higher is admitted first, then arrival order.
+  int32_t priority = static_cast<int32_t>(field::kPriority.default_value);
+  // Stop when p(sampled token) < this; 0: off.
+  float min_token_prob = static_cast<float>(field::kMinTokenProb.default_value);
   std::shared_ptr<EventSink> sink;    // required
   RequestOrigin origin;
 };

@@ -1,32 +1,31 @@
 // How a request's next token is chosen (SamplingParams) and the logprobs it
-// may ask for; the algorithm is the engine's (engine/sampler.h). Part of the
-// public API: include/zerolayer/request.h carries these.
+// may ask for; the algorithm is the engine's (engine/sampler.h), the ranges
+// and defaults zerolayer/request_fields.h's.
 #pragma once
 
 #include <cstdint>
 
+#include "zerolayer/request_fields.h"
 #include "zerolayer/status.h"
 
 namespace zl {
 
-// The most top logprobs a request may ask for (OpenAI's limit).
-constexpr int32_t kMaxTopLogprobs = 20;
-
 struct SamplingParams {
-  float temperature = 1.0f;         // 0: greedy; otherwise (0, 100]
-  int32_t top_k = 0;                // 0 or -1: off
-  float top_p = 1.0f;               // (0, 1]
-  float min_p = 0.0f;               // [0, 1]
-  float repetition_penalty = 1.0f;  // (0, 10]; on prompt and output tokens (HF)
-  float presence_penalty = 0.0f;    // [-2, 2]; on output tokens (OpenAI)
-  float frequency_penalty = 0.0f;   // [-2, 2]; on output tokens (OpenAI)
+  float temperature = static_cast<float>(field::kTemperature.default_value);
+  int32_t top_k = static_cast<int32_t>(field::kTopK.default_value);
+  float top_p = static_cast<float>(field::kTopP.default_value);
+  float min_p = static_cast<float>(field::kMinP.default_value);
+  float repetition_penalty = static_cast<float>(field::kRepetitionPenalty.default_value);
+  float presence_penalty = static_cast<float>(field::kPresencePenalty.default_value);
+  float frequency_penalty = static_cast<float>(field::kFrequencyPenalty.default_value);
   bool has_seed = false;
   uint64_t seed = 0;
-  int32_t num_top_logprobs = 0;     // [0, kMaxTopLogprobs]
+  int32_t num_top_logprobs = static_cast<int32_t>(field::kTopLogprobs.default_value);
   bool return_logprob = false;      // compute the chosen token's logprob (implied by num_top_logprobs)
 };
 
-// Rejects NaN and out-of-range values with a message naming the field.
+// Every field against its RequestField (NaN and out-of-range values fail,
+// naming it), and logprobs against the vocabulary too.
 Status validate_sampling(const SamplingParams& params, int32_t vocab_size);
 
 struct TokenLogprob {

@@ -27,14 +27,6 @@ struct LogitDescending {
 
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// Checks lo <= value <= hi (or lo < value when lo_open); NaN fails every comparison.
-Status check_range(const char* field, float value, float lo, float hi, bool lo_open = false) {
-  bool ok = lo_open ? value > lo : value >= lo;
-  if (!(ok && value <= hi))
-    return invalid_argument(field, " must be in ", lo_open ? "(" : "[", lo, ", ", hi, "], got ", value);
-  return ok_status();
-}
-
 // Whether any of the three penalties changes the logits.
 bool penalties_on(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
@@ -43,15 +35,16 @@ bool penalties_on(const SamplingParams& p) {
 }  // namespace
 
 Status validate_sampling(const SamplingParams& p, int32_t vocab_size) {
-  if (!(p.temperature == 0.0f)) ZL_RETURN_IF_ERROR(check_range("temperature", p.temperature, 0.0f, 100.0f, true));
-  if (p.top_k < -1) return invalid_argument("top_k must be -1, 0 (off) or positive, got ", p.top_k);
-  ZL_RETURN_IF_ERROR(check_range("top_p", p.top_p, 0.0f, 1.0f, true));
-  ZL_RETURN_IF_ERROR(check_range("min_p", p.min_p, 0.0f, 1.0f));
-  ZL_RETURN_IF_ERROR(check_range("repetition_penalty", p.repetition_penalty, 0.0f, 10.0f, true));
-  ZL_RETURN_IF_ERROR(check_range("presence_penalty", p.presence_penalty, -2.0f, 2.0f));
-  ZL_RETURN_IF_ERROR(check_range("frequency_penalty", p.frequency_penalty, -2.0f, 2.0f));
-  if (p.num_top_logprobs < 0 || p.num_top_logprobs > kMaxTopLogprobs || p.num_top_logprobs > vocab_size)
-    return invalid_argument("logprobs must be in [0, ", kMaxTopLogprobs, "], got ", p.num_top_logprobs);
+  ZL_RETURN_IF_ERROR(check_field(field::kTemperature, p.temperature));
+  ZL_RETURN_IF_ERROR(check_field(field::kTopK, p.top_k));
+  ZL_RETURN_IF_ERROR(check_field(field::kTopP, p.top_p));
+  ZL_RETURN_IF_ERROR(check_field(field::kMinP, p.min_p));
+  ZL_RETURN_IF_ERROR(check_field(field::kRepetitionPenalty, p.repetition_penalty));
+  ZL_RETURN_IF_ERROR(check_field(field::kPresencePenalty, p.presence_penalty));
+  ZL_RETURN_IF_ERROR(check_field(field::kFrequencyPenalty, p.frequency_penalty));
+  ZL_RETURN_IF_ERROR(check_field(field::kTopLogprobs, p.num_top_logprobs));
+  if (p.num_top_logprobs > vocab_size)
+    return invalid_argument("logprobs must be at most the vocabulary size ", vocab_size, ", got ", p.num_top_logprobs);
   return ok_status();
 }
 

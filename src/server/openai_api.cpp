@@ -107,16 +107,19 @@ OptError read_int_as(const json& j, const char* key, int64_t lo, int64_t hi, T& 
   return std::nullopt;
 }
 
-// lo_open: the lower bound itself is excluded.
-OptError read_float(const json& j, const char* key, double lo, double hi, bool lo_open, float& out) {
-  const json* v = find(j, key);
+// A field of zerolayer/request_fields.h's table, checked as the engine
+// will see it (as a float, for a field that is not an integer).
+template <typename T>
+OptError read_field(const json& j, const RequestField& f, T& out) {
+  const json* v = find(j, f.name);
   if (!v) return std::nullopt;
-  if (!v->is_number()) return bad(key, str_cat(key, " must be a number"));
-  double x = v->get<double>();
-  bool below = lo_open ? !(x > lo) : !(x >= lo);
-  if (!std::isfinite(x) || below || x > hi)
-    return bad(key, str_cat(key, " must be in ", lo_open ? "(" : "[", lo, ", ", hi, "], got ", v->dump()));
-  out = static_cast<float>(x);
+  if (f.integer ? !v->is_number_integer() : !v->is_number())
+    return bad(f.name, str_cat(f.name, f.integer ? " must be an integer" : " must be a number"));
+  const double x = v->is_number_unsigned() ? static_cast<double>(v->get<uint64_t>()) : v->get<double>();
+  if (Status s = check_field(f, x); !s.ok()) return bad(f.name, s.message());
+  out = static_cast<T>(x);
+  // A tiny positive value may round to an open bound's 0.
+  if (Status s = check_field(f, static_cast<double>(out)); !s.ok()) return bad(f.name, s.message());
   return std::nullopt;
 }
 
@@ -229,13 +232,13 @@ OptError read_stop(const json& j, const ApiLimits& limits, std::vector<std::stri
 
 OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest& out) {
   SamplingParams& s = out.sampling;
-  if (OptError e = read_float(j, "temperature", 0.0, 100.0, false, s.temperature)) return e;
-  if (OptError e = read_float(j, "top_p", 0.0, 1.0, true, s.top_p)) return e;
-  if (OptError e = read_int_as(j, "top_k", -1, INT32_MAX, s.top_k)) return e;
-  if (OptError e = read_float(j, "min_p", 0.0, 1.0, false, s.min_p)) return e;
-  if (OptError e = read_float(j, "presence_penalty", -2.0, 2.0, false, s.presence_penalty)) return e;
-  if (OptError e = read_float(j, "frequency_penalty", -2.0, 2.0, false, s.frequency_penalty)) return e;
-  if (OptError e = read_float(j, "repetition_penalty", 0.0, 10.0, true, s.repetition_penalty)) return e;
+  if (OptError e = read_field(j, field::kTemperature, s.temperature)) return e;
+  if (OptError e = read_field(j, field::kTopP, s.top_p)) return e;
+  if (OptError e = read_field(j, field::kTopK, s.top_k)) return e;
+  if (OptError e = read_field(j, field::kMinP, s.min_p)) return e;
+  if (OptError e = read_field(j, field::kPresencePenalty, s.presence_penalty)) return e;
+  if (OptError e = read_field(j, field::kFrequencyPenalty, s.frequency_penalty)) return e;
+  if (OptError e = read_field(j, field::kRepetitionPenalty, s.repetition_penalty)) return e;
   if (const json* seed = find(j, "seed")) {
     if (!seed->is_number_integer()) return bad("seed", "seed must be an integer");
     s.has_seed = true;
@@ -244,7 +247,7 @@ OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest
   if (find(j, "logprobs")) {
     out.want_logprobs = true;
     s.return_logprob = true;  // logprobs: 0 still wants the chosen token's logprob
-    if (OptError e = read_int_as(j, "logprobs", 0, 20, s.num_top_logprobs)) return e;
+    if (OptError e = read_field(j, field::kTopLogprobs, s.num_top_logprobs)) return e;
   }
   return std::nullopt;
 }
@@ -291,8 +294,8 @@ OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionR
   if (OptError e = read_bool(j, "ignore_eos", out.ignore_eos)) return e;
   if (OptError e = read_stream(j, out)) return e;
   if (OptError e = read_string(j, "cache_salt", 256, out.cache_salt)) return e;
-  if (OptError e = read_int_as(j, "priority", INT32_MIN, INT32_MAX, out.priority)) return e;
-  if (OptError e = read_float(j, "min_token_prob", 0.0, 1.0, false, out.min_token_prob)) return e;
+  if (OptError e = read_field(j, field::kPriority, out.priority)) return e;
+  if (OptError e = read_field(j, field::kMinTokenProb, out.min_token_prob)) return e;
   if (OptError e = read_bool(j, "return_token_ids", out.return_token_ids)) return e;
   return std::nullopt;
 }

@@ -170,8 +170,7 @@ Status decode_submit(const zl_shm_request& r, const WireLimits& limits, std::str
   if (r.max_new_tokens < 1) return invalid_argument("max_new_tokens must be >= 1, got ", r.max_new_tokens);
   if (limits.max_seq_len > 0 && r.max_new_tokens > limits.max_seq_len)
     return invalid_argument("max_new_tokens ", r.max_new_tokens, " exceeds max_seq_len ", limits.max_seq_len);
-  if (!(r.min_token_prob >= 0.0f && r.min_token_prob <= 1.0f))
-    return invalid_argument("min_token_prob must be in [0, 1], got ", r.min_token_prob);
+  ZL_RETURN_IF_ERROR(check_field(field::kMinTokenProb, r.min_token_prob));
   if (r.submit_ns != 0) {
     const uint64_t now = shm::now_ns();
     if (r.submit_ns > now)

@@ -119,6 +119,31 @@ TEST_F(OpenAiApiTest, BadFieldsAreNamed) {
   EXPECT_EQ(param_of(R"({"prompt":"x","model":5})"), "model");
 }
 
+// Every field of zerolayer/request_fields.h's table is read by HTTP with the
+// table's range: each end accepted unless open, a step beyond refused
+// naming the field, a fraction refused where only integers go; and the
+// engine's own check (check_field, validate_sampling) agrees on each value.
+TEST_F(OpenAiApiTest, EveryTableFieldHasTheTablesRange) {
+  for (const RequestField* f : field::kAll) {
+    const double step = f->integer ? 1.0 : 0.01;
+    std::vector<std::pair<double, bool>> cases = {
+        {f->lo, !f->lo_open}, {f->hi, true}, {f->lo - step, false}, {f->hi + step, false}};
+    if (f->integer) cases.push_back({f->lo + 0.5, false});
+    for (const auto& [value, ok] : cases) {
+      json body = {{"prompt", "Hi"}};
+      body[f->name] = value;
+      if (f->integer && value == std::floor(value)) body[f->name] = static_cast<int64_t>(value);
+      EXPECT_EQ(param_of(body.dump()), ok ? "<ok>" : f->name) << body.dump();
+      EXPECT_EQ(check_field(*f, value).ok(), ok) << f->name << " " << value;
+    }
+  }
+  SamplingParams defaults;
+  EXPECT_TRUE(validate_sampling(defaults, 512).ok());
+  EXPECT_FLOAT_EQ(defaults.temperature, field::kTemperature.default_value);
+  EXPECT_FLOAT_EQ(defaults.top_p, field::kTopP.default_value);
+  EXPECT_FLOAT_EQ(defaults.repetition_penalty, field::kRepetitionPenalty.default_value);
+}
+
 TEST_F(OpenAiApiTest, TooManyStopStrings) {
   json body{{"prompt", "x"}, {"stop", json::array()}};
   for (int i = 0; i < 1000; ++i) body["stop"].push_back(std::to_string(i) + "s");
