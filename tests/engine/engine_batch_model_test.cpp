@@ -1,10 +1,11 @@
 // Batch invariance: N concurrent greedy requests (mixed prompt and output
 // lengths) produce exactly the tokens each produces alone, under every cache
 // policy, on dummy:tiny and on the real stories260K model (each alone on an
-// engine without overlap scheduling; together with it under contiguous).
+// engine without overlap scheduling; together with it).
 // Also: overlap scheduling changes no token, and priorities order admission.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <thread>
 
 #include "batch_cases.h"
@@ -78,48 +79,56 @@ TEST(CompactionTest, TightContiguousPoolCompactsWithoutChangingOutputs) {
   RecordProperty("block_moves", static_cast<int>(stats.kv.num_block_moves));
 }
 
+using Sinks = std::vector<std::shared_ptr<test::CollectingSink>>;
+
+// One request per case (`shape` sets its sampling and stops) on a fresh
+// dummy:tiny engine, contiguous, with or without overlap; waits for every
+// terminal event. Returns the sinks; *stats is the engine's afterwards.
+Sinks run_cases(const std::vector<Case>& cases, int max_num_seqs, int budget, bool overlap,
+                const std::function<void(size_t, Request&)>& shape, EngineStats* stats) {
+  Sinks sinks;
+  auto engine = make_engine("dummy:tiny", CachePolicy::kContiguous, max_num_seqs, budget, 16 << 20, {}, overlap);
+  if (engine == nullptr) return sinks;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto sink = std::make_shared<test::CollectingSink>();
+    Request r;
+    r.prompt_ids = cases[i].prompt;
+    r.max_new_tokens = cases[i].max_new;
+    shape(i, r);
+    r.sink = sink;
+    EXPECT_TRUE(engine->submit(std::move(r)).ok());
+    sinks.push_back(sink);
+  }
+  for (auto& sink : sinks) {
+    EXPECT_TRUE(sink->wait());
+    EXPECT_EQ(sink->num_finish_events, 1);
+  }
+  *stats = engine->stats();
+  return sinks;
+}
+
 // Overlap scheduling changes when the engine plans and samples, never what is
 // computed: greedy and seeded sampled requests, many stopped early by a stop
 // token (their row in the pass already queued is computed and dropped), get
 // the same tokens and finish reasons as without it, and every block returns.
 TEST(OverlapTest, SameTokensAndFinishesAsWithout) {
   const std::vector<Case> cases = make_cases(48, 512, 40, 7);
-  auto run = [&](bool overlap, EngineStats* stats) {
-    std::vector<std::pair<std::vector<int32_t>, FinishReason>> out;
-    auto engine = make_engine("dummy:tiny", CachePolicy::kContiguous, 64, 48, 16 << 20, {}, overlap);
-    if (engine == nullptr) return out;
-    std::vector<std::shared_ptr<test::CollectingSink>> sinks;
-    for (size_t i = 0; i < cases.size(); ++i) {
-      auto sink = std::make_shared<test::CollectingSink>();
-      Request r;
-      r.prompt_ids = cases[i].prompt;
-      r.max_new_tokens = cases[i].max_new;
-      r.sampling.temperature = i % 3 == 2 ? 0.8f : 0.0f;
-      r.sampling.has_seed = true;
-      r.sampling.seed = i;
-      for (int32_t t = 3; t < 512; t += 23) r.stop_token_ids.push_back(t);  // ~4% of tokens stop
-      r.sink = sink;
-      EXPECT_TRUE(engine->submit(std::move(r)).ok());
-      sinks.push_back(sink);
-    }
-    for (auto& sink : sinks) {
-      EXPECT_TRUE(sink->wait());
-      EXPECT_EQ(sink->num_finish_events, 1);
-      out.emplace_back(sink->tokens, sink->finish.reason);
-    }
-    *stats = engine->stats();
-    return out;
+  auto shape = [](size_t i, Request& r) {
+    r.sampling.temperature = i % 3 == 2 ? 0.8f : 0.0f;
+    r.sampling.has_seed = true;
+    r.sampling.seed = i;
+    for (int32_t t = 3; t < 512; t += 23) r.stop_token_ids.push_back(t);  // ~4% of tokens stop
   };
   EngineStats sync_stats, overlap_stats;
-  const auto sync = run(false, &sync_stats);
-  const auto overlapped = run(true, &overlap_stats);
+  const Sinks sync = run_cases(cases, 64, 48, false, shape, &sync_stats);
+  const Sinks overlapped = run_cases(cases, 64, 48, true, shape, &overlap_stats);
   ASSERT_EQ(sync.size(), cases.size());
   ASSERT_EQ(overlapped.size(), cases.size());
   int stopped = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
-    EXPECT_EQ(overlapped[i].first, sync[i].first) << "request " << i;
-    EXPECT_EQ(overlapped[i].second, sync[i].second) << "request " << i;
-    stopped += sync[i].second == FinishReason::kStop;
+    EXPECT_EQ(overlapped[i]->tokens, sync[i]->tokens) << "request " << i;
+    EXPECT_EQ(overlapped[i]->finish.reason, sync[i]->finish.reason) << "request " << i;
+    stopped += sync[i]->finish.reason == FinishReason::kStop;
   }
   EXPECT_GT(stopped, 4);
   EXPECT_EQ(sync_stats.num_overlapped_passes, 0);
@@ -137,60 +146,36 @@ TEST(OverlapTest, SameTokensAndFinishesAsWithout) {
 // finishes are those of the engine without overlap.
 TEST(OverlapTest, SampledPassesOverlapWithTheSameDraws) {
   const std::vector<Case> cases = make_cases(32, 512, 24, 11);
-  struct Out {
-    std::vector<int32_t> tokens;
-    std::vector<float> logprobs;
-    std::vector<std::vector<TokenLogprob>> top;
-    FinishReason reason;
-  };
-  auto run = [&](bool overlap, EngineStats* stats) {
-    std::vector<Out> out;
-    auto engine = make_engine("dummy:tiny", CachePolicy::kContiguous, 32, 64, 16 << 20, {}, overlap);
-    if (engine == nullptr) return out;
-    std::vector<std::shared_ptr<test::CollectingSink>> sinks;
-    for (size_t i = 0; i < cases.size(); ++i) {
-      auto sink = std::make_shared<test::CollectingSink>();
-      Request r;
-      r.prompt_ids = cases[i].prompt;
-      r.max_new_tokens = cases[i].max_new;
-      r.sampling.temperature = 0.8f;
-      r.sampling.top_p = 0.95f;
-      r.sampling.presence_penalty = 0.5f;
-      r.sampling.frequency_penalty = 0.25f;
-      r.sampling.repetition_penalty = 1.1f;
-      r.sampling.has_seed = true;
-      r.sampling.seed = 1000 + i;
-      r.sampling.num_top_logprobs = static_cast<int32_t>(i % 4);
-      r.sampling.return_logprob = true;
-      for (int32_t t = 5; t < 512; t += 37) r.stop_token_ids.push_back(t);
-      r.sink = sink;
-      EXPECT_TRUE(engine->submit(std::move(r)).ok());
-      sinks.push_back(sink);
-    }
-    for (auto& sink : sinks) {
-      EXPECT_TRUE(sink->wait());
-      EXPECT_EQ(sink->num_finish_events, 1);
-      out.push_back(Out{sink->tokens, sink->logprobs, sink->top_logprobs, sink->finish.reason});
-    }
-    *stats = engine->stats();
-    return out;
+  auto shape = [](size_t i, Request& r) {
+    r.sampling.temperature = 0.8f;
+    r.sampling.top_p = 0.95f;
+    r.sampling.presence_penalty = 0.5f;
+    r.sampling.frequency_penalty = 0.25f;
+    r.sampling.repetition_penalty = 1.1f;
+    r.sampling.has_seed = true;
+    r.sampling.seed = 1000 + i;
+    r.sampling.num_top_logprobs = static_cast<int32_t>(i % 4);
+    r.sampling.return_logprob = true;
+    for (int32_t t = 5; t < 512; t += 37) r.stop_token_ids.push_back(t);
   };
   EngineStats sync_stats, overlap_stats;
-  const std::vector<Out> sync = run(false, &sync_stats);
-  const std::vector<Out> overlapped = run(true, &overlap_stats);
+  const Sinks sync = run_cases(cases, 32, 64, false, shape, &sync_stats);
+  const Sinks overlapped = run_cases(cases, 32, 64, true, shape, &overlap_stats);
   ASSERT_EQ(sync.size(), cases.size());
   ASSERT_EQ(overlapped.size(), cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
-    EXPECT_EQ(overlapped[i].tokens, sync[i].tokens) << "request " << i;
-    EXPECT_EQ(overlapped[i].logprobs, sync[i].logprobs) << "request " << i;
-    EXPECT_EQ(overlapped[i].reason, sync[i].reason) << "request " << i;
-    ASSERT_EQ(overlapped[i].top.size(), sync[i].top.size()) << "request " << i;
-    for (size_t t = 0; t < sync[i].top.size(); ++t) {
-      ASSERT_EQ(sync[i].top[t].size(), i % 4) << "request " << i << " token " << t;
-      ASSERT_EQ(overlapped[i].top[t].size(), i % 4) << "request " << i << " token " << t;
-      for (size_t k = 0; k < sync[i].top[t].size(); ++k) {
-        EXPECT_EQ(overlapped[i].top[t][k].id, sync[i].top[t][k].id);
-        EXPECT_EQ(overlapped[i].top[t][k].logprob, sync[i].top[t][k].logprob);
+    const test::CollectingSink& a = *overlapped[i];
+    const test::CollectingSink& b = *sync[i];
+    EXPECT_EQ(a.tokens, b.tokens) << "request " << i;
+    EXPECT_EQ(a.logprobs, b.logprobs) << "request " << i;
+    EXPECT_EQ(a.finish.reason, b.finish.reason) << "request " << i;
+    ASSERT_EQ(a.top_logprobs.size(), b.top_logprobs.size()) << "request " << i;
+    for (size_t t = 0; t < b.top_logprobs.size(); ++t) {
+      ASSERT_EQ(b.top_logprobs[t].size(), i % 4) << "request " << i << " token " << t;
+      ASSERT_EQ(a.top_logprobs[t].size(), i % 4) << "request " << i << " token " << t;
+      for (size_t k = 0; k < b.top_logprobs[t].size(); ++k) {
+        EXPECT_EQ(a.top_logprobs[t][k].id, b.top_logprobs[t][k].id);
+        EXPECT_EQ(a.top_logprobs[t][k].logprob, b.top_logprobs[t][k].logprob);
       }
     }
   }

@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "bundle/model_loader.h"
 #include "engine/engine_core.h"
+#include "tiny_model.h"
 
 namespace zl {
 namespace {
@@ -24,22 +24,15 @@ struct UsedBlocksAtFinish : EventSink {
 };
 
 TEST(EngineCoreFinishTest, AFinishDeliveredWhenTheRingFillsFindsItsBlocksFree) {
-  auto source = open_model("dummy:tiny");
-  ASSERT_TRUE(source.ok());
-  auto weights = load_model_weights(*source);
-  ASSERT_TRUE(weights.ok());
-  ThreadPool pool(1);
   EngineConfig config;
   config.max_num_seqs = 4;
   config.max_num_batched_tokens = 32;
   config.overlap_scheduling = false;
-  LlamaModel model(source->config, *weights, pool, config.max_num_batched_tokens);
-  auto cache = KvCache::create(source->config, 16, 8);
-  ASSERT_TRUE(cache.ok());
+  test::TinyModel tiny(config.max_num_batched_tokens, 16, 8);
   // Two records fit: the first finishing request's last token and finish
   // fill the ring, so the next request's token delivers them mid-step.
   OutputStage stage([](RequestId) {}, 2);
-  EngineCore core(config, model, **cache, {}, &stage);
+  EngineCore core(config, tiny.model, *tiny.cache, {}, &stage);
   auto sink = std::make_shared<UsedBlocksAtFinish>();
   sink->core = &core;
   for (RequestId id = 1; id <= 3; ++id) {
@@ -48,8 +41,8 @@ TEST(EngineCoreFinishTest, AFinishDeliveredWhenTheRingFillsFindsItsBlocksFree) {
     r.max_new_tokens = 3;
     r.sampling.temperature = 0.0f;
     std::vector<int32_t> prompt = {1, static_cast<int32_t>(10 + id), 20, 30};
-    auto seq = std::make_unique<Sequence>(id, std::move(r), std::move(prompt), 7, source->config.vocab_size,
-                                          *source->tokenizer, make_cache_salt(1, ""));
+    auto seq = std::make_unique<Sequence>(id, std::move(r), std::move(prompt), 7, tiny.source.config.vocab_size,
+                                          *tiny.source.tokenizer, make_cache_salt(1, ""));
     seq->submitted_at = Clock::now();
     core.enqueue(std::move(seq));
   }

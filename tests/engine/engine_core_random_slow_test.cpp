@@ -14,8 +14,8 @@
 #include <map>
 #include <random>
 
-#include "bundle/model_loader.h"
 #include "engine/engine_core.h"
+#include "tiny_model.h"
 
 namespace zl {
 namespace {
@@ -34,22 +34,15 @@ struct CountingSink : EventSink {
 class EngineCoreRandomTest : public ::testing::TestWithParam<std::tuple<CachePolicy, bool>> {};
 
 TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
-  auto source = open_model("dummy:tiny");
-  ASSERT_TRUE(source.ok());
-  auto weights = load_model_weights(*source);
-  ASSERT_TRUE(weights.ok());
-  ThreadPool pool(1);
   EngineConfig config;
   config.max_num_seqs = 16;
   config.max_num_batched_tokens = 64;
   const CachePolicy policy = std::get<0>(GetParam());
   config.cache_policy = policy;
   config.overlap_scheduling = std::get<1>(GetParam());
-  LlamaModel model(source->config, *weights, pool, config.max_num_batched_tokens);
-  auto cache = KvCache::create(source->config, 24, 8);  // 192 tokens: constant pressure
-  ASSERT_TRUE(cache.ok());
-  EngineCore core(config, model, **cache, {257});
-  const Tokenizer& tokenizer = *source->tokenizer;
+  test::TinyModel tiny(config.max_num_batched_tokens, 24, 8);  // 192 tokens: constant pressure
+  EngineCore core(config, tiny.model, *tiny.cache, {257});
+  const Tokenizer& tokenizer = *tiny.source.tokenizer;
 
   std::mt19937 rng(2024);
   auto uniform = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<uint32_t>(hi - lo + 1)); };

@@ -23,9 +23,9 @@
 #include <mutex>
 #include <random>
 
-#include "bundle/model_loader.h"
 #include "engine/alloc_counter.h"
 #include "engine/engine_core.h"
+#include "tiny_model.h"
 
 namespace zl {
 namespace {
@@ -70,16 +70,12 @@ struct EngineCounts {
 class Workload {
  public:
   explicit Workload(CachePolicy policy)
-      : source_(open_model("dummy:tiny")),
-        weights_(load_model_weights(*source_)),
-        threads_(1),
-        config_(make_config(policy)),
-        model_(source_->config, *weights_, threads_, config_.max_num_batched_tokens),
-        cache_(std::move(*KvCache::create(source_->config, kNumBlocks, kBlockSize))),
-        pieces_(*source_->tokenizer),
+      : config_(make_config(policy)),
+        tiny_(config_.max_num_batched_tokens, kNumBlocks, kBlockSize),
+        pieces_(*tiny_.source.tokenizer),
         stage_([this](RequestId id) { on_stop_string(id); }, EngineCore::output_capacity(config_),
                /*max_inline_records=*/0),
-        core_(config_, model_, *cache_, {kEos}, &stage_) {
+        core_(config_, tiny_.model, *tiny_.cache, {kEos}, &stage_) {
     stage_.start_thread();
     std::mt19937 rng(77);
     for (auto& prefix : prefixes_)
@@ -143,7 +139,7 @@ class Workload {
     const int32_t max_total = std::min<int32_t>(static_cast<int32_t>(prompt.size()) + r.max_new_tokens,
                                                 kNumBlocks * kBlockSize);
     auto seq = std::make_unique<Sequence>(next_id_++, std::move(r), std::move(prompt), max_total,
-                                          source_->config.vocab_size, *source_->tokenizer, salts_[uniform(0, 1)], &pieces_);
+                                          tiny_.source.config.vocab_size, *tiny_.source.tokenizer, salts_[uniform(0, 1)], &pieces_);
     seq->submitted_at = Clock::now();
     sinks_.push_back(std::move(sink));
     counts.count([&] { core_.enqueue(std::move(seq)); });
@@ -161,12 +157,8 @@ class Workload {
     return std::exchange(stops_, {});
   }
 
-  StatusOr<ModelSource> source_;
-  StatusOr<ModelWeights> weights_;
-  ThreadPool threads_;
   EngineConfig config_;
-  LlamaModel model_;
-  std::unique_ptr<KvCache> cache_;
+  test::TinyModel tiny_;
   ContinuationPieces pieces_;
   OutputStage stage_;
   EngineCore core_;
