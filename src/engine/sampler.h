@@ -41,6 +41,7 @@ class Sampler {
  private:
   void apply_penalties(float* logits) const;
   int32_t draw(const float* logits);
+  int32_t top_p_prefix(const float* logits, int32_t n, double total);
   uint64_t next_random();
 
   SamplingParams params_;
@@ -49,7 +50,7 @@ class Sampler {
   std::vector<int32_t> output_counts_;  // penalties: times each id was generated
   std::vector<uint8_t> seen_;           // penalties: 1 if in prompt or output
   std::vector<int32_t> candidates_;     // scratch for temperature > 0 and top logprobs
-  std::vector<float> probs_;            // scratch for temperature > 0
+  std::vector<float> probs_;            // scratch for temperature > 0, by token id
   std::vector<float> raw_logits_;       // penalties: logits before them
   std::vector<TokenLogprob> top_;       // [num_top_logprobs] what sample() returns as top
   uint64_t rng_[4];                     // xoshiro256**

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <random>
 
 namespace zl {
 namespace {
@@ -76,6 +79,60 @@ TEST(SamplerTest, TopKAndTopPAndMinPRestrictCandidates) {
   min_p.min_p = 0.5f;  // keeps ids with p >= 0.5 p(0): 0 and 1 (e^-0.1), not 2 (e^-1)
   seen = run(min_p);
   EXPECT_EQ(seen.size(), 2u);
+}
+
+// top-p over a large vocabulary sorts only the prefix it needs, in rounds
+// (Sampler::top_p_prefix): whether the set is a few tokens (peaked logits)
+// or most of the vocabulary (flat ones, past several rounds), every draw is
+// in the set a full sort gives, and each token of a small set comes about as
+// often as its renormalised probability says.
+TEST(SamplerTest, TopPDrawsFromTheSetAFullSortGives) {
+  constexpr int32_t kVocab = 2000;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const float spread : {8.0f, 0.5f}) {  // peaked, flat
+    std::vector<float> logits(kVocab);
+    for (float& l : logits) l = spread * normal(rng);
+    for (const float top_p : {0.5f, 0.9f, 0.99f}) {
+      SCOPED_TRACE(testing::Message() << "spread " << spread << " top_p " << top_p);
+      SamplingParams p;
+      p.temperature = 0.7f;
+      p.top_p = top_p;
+      p.has_seed = true;
+      p.seed = 9;
+      // The reference: every id sorted, softmax at temperature, the shortest prefix reaching top_p.
+      std::vector<int32_t> order(kVocab);
+      std::iota(order.begin(), order.end(), 0);
+      std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+      });
+      std::vector<double> prob(kVocab);
+      double total = 0.0;
+      for (int32_t id = 0; id < kVocab; ++id) total += prob[id] = std::exp((logits[id] - logits[order[0]]) / 0.7);
+      std::map<int32_t, double> set;  // id -> renormalised probability
+      double cumulative = 0.0, mass = 0.0;
+      for (int32_t id : order) {
+        set[id] = prob[id];
+        mass += prob[id];
+        if ((cumulative += prob[id] / total) >= top_p) break;
+      }
+      Sampler sampler(p, kVocab);
+      constexpr int kDraws = 1500;
+      std::map<int32_t, int> seen;
+      for (int i = 0; i < kDraws; ++i) {
+        std::vector<float> row = logits;
+        seen[sampler.sample(row.data()).token]++;
+      }
+      for (const auto& [id, count] : seen) ASSERT_TRUE(set.count(id)) << "token " << id << " is outside the top-p set";
+      if (set.size() <= 20) {
+        for (const auto& [id, q] : set) {
+          const double expected = kDraws * q / mass;
+          if (expected >= 50) EXPECT_NEAR(seen[id], expected, 5 * std::sqrt(expected)) << "token " << id;
+        }
+      }
+      RecordProperty(testing::PrintToString(spread) + "_" + testing::PrintToString(top_p), static_cast<int>(set.size()));
+    }
+  }
 }
 
 TEST(SamplerTest, RepetitionPenaltyChangesGreedyChoice) {
