@@ -101,7 +101,7 @@ class ShmServer::Impl {
   void prune_finished();
 
   uint64_t dequeue_pos_ = 0;
-  uint64_t last_repair_log_ns_ = 0;
+  LogLimiter repair_log_, dead_client_log_;
   std::unique_ptr<zl_shm_request> scratch_;  // the copied-out record
 };
 
@@ -320,10 +320,9 @@ void ShmServer::Impl::tick(uint64_t now) {
   shm::atomic(layout_.header().server_heartbeat_ns).store(now, std::memory_order_release);
   if (segment_->repair_header()) {
     counters_.header_repairs.fetch_add(1, std::memory_order_relaxed);
-    if (now - last_repair_log_ns_ >= 1'000'000'000) {
+    if (int64_t left_out; repair_log_.allow(now, &left_out)) {
       log_warn("shm: a client overwrote the segment header of ", segment_->name(), "; restored it (",
                counters_.header_repairs.load(), " times so far)");
-      last_repair_log_ns_ = now;
     }
   }
   for (uint32_t c = 0; c < num_clients_; ++c) monitor_client(c, now);
@@ -460,8 +459,10 @@ void ShmServer::Impl::monitor_client(uint32_t c, uint64_t now) {
   uint64_t beat = shm::atomic(client.heartbeat_ns).load(std::memory_order_acquire);
   bool stale = int64_t(now - beat) > int64_t(ZL_SHM_DEAD_AFTER_NS);
   if (!stale && pid_alive(client.pid)) return;
-  log_warn("shm: client slot ", c, " (pid ", client.pid, ") taken for dead: ",
-           stale ? "its heartbeat is " + std::to_string(int64_t(now - beat) / 1'000'000) + " ms old" : "its pid is gone");
+  if (int64_t left_out; dead_client_log_.allow(now, &left_out))
+    log_warn("shm: client slot ", c, " (pid ", client.pid, ") taken for dead: ",
+             stale ? "its heartbeat is " + std::to_string(int64_t(now - beat) / 1'000'000) + " ms old" : "its pid is gone",
+             left_out > 0 ? str_cat(" (and ", left_out, " more since the last such line)") : std::string());
   begin_reclaim(c);
 }
 
