@@ -40,7 +40,8 @@ zl_layer(tokenizer PUBLIC zl_core
 zl_layer(jinja PUBLIC zl_core nlohmann_json::nlohmann_json)
 zl_layer(bundle PUBLIC zl_model zl_tokenizer zl_jinja zl_core)
 zl_layer(engine PUBLIC zl_model zl_tokenizer zl_core PRIVATE zl_bundle zl_kernels PkgConfig::XXHASH)
-# The server and the transport reach the engine through include/zerolayer/engine.h only.
+# The server and the transport use the engine through include/zerolayer/engine.h
+# (linking zl_engine also puts its headers in their reach; nothing includes them).
 zl_layer(server PUBLIC zl_jinja zl_tokenizer zl_core
          PRIVATE zl_engine zl_bundle Boost::system nlohmann_json::nlohmann_json)
 zl_layer(transport PUBLIC zl_core PRIVATE zl_engine zl_bundle zl_tokenizer)
