@@ -1,7 +1,8 @@
 // What the engine measures as it runs, in one place: histograms of its
 // passes and of its finished requests, its counters, and the request log of
-// latency breakdowns (engine/request_log.h). EngineCore feeds it where the
-// events happen; EngineCore::stats() and the StatsPublisher read it.
+// latency breakdowns (engine/request_log.h). The engine's stages feed it
+// where the events happen; EngineCore::stats() and the StatsPublisher read
+// it.
 // Engine thread only; recording never allocates.
 #pragma once
 

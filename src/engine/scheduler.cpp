@@ -1,0 +1,209 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace zl {
+
+Scheduler::Scheduler(EngineState& state, KvCache& cache) : state_(state), cache_(cache) {
+  live_scratch_.reserve(static_cast<size_t>(state.config.max_num_seqs));
+  moves_.reserve(static_cast<size_t>(cache.num_blocks()));
+}
+
+void Scheduler::schedule(StepPlan& plan, bool pass_running) {
+  plan_ = &plan;
+  admit_waiting(/*may_compact=*/!pass_running);
+  const int32_t budget = state_.config.max_num_batched_tokens;
+  const size_t num_kept = plan.num_decode_rows;
+  plan.reused = state_.rows_kept && num_kept > 0 && static_cast<int32_t>(num_kept) <= budget;
+  plan.feeds.clear();
+  if (plan.reused) {
+    // Rows [0, num_kept) are every running sequence that decodes, advanced
+    // by postprocess; the rest of `running` prefills.
+    if (state_.running.size() > num_kept) add_prefill_chunks(budget - static_cast<int32_t>(num_kept));
+    return;
+  }
+  plan.clear();
+  int32_t left = budget;
+  add_decodes(&left);
+  add_prefill_chunks(left);
+  // Paged pools can deadlock with every sequence mid-prefill and no block
+  // free: then give the latest admitted sequence's memory to the others.
+  // (Not while a pass runs: its sequences' blocks must stay.)
+  if (plan.scheduled.empty() && state_.running.size() > 1 && !pass_running) preempt_last();
+}
+
+void Scheduler::admit_waiting(bool may_compact) {
+  ++state_.admit_round;
+  auto& waiting = state_.waiting;
+  while (!waiting.empty() && static_cast<int32_t>(state_.running.size()) < state_.config.max_num_seqs) {
+    Sequence* seq = waiting.back().get();
+    state_.lend_tables(seq);  // a spare exists: fewer than max_num_seqs run
+    // Window slots are checked first: compaction cannot make room there.
+    const bool slots = state_.window_admits(seq);
+    auto admit = [&] { return state_.pool.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks, state_.window.get()); };
+    AdmitOutcome outcome = slots ? admit() : AdmitOutcome::kWait;
+    if (slots && outcome == AdmitOutcome::kWait && !may_compact && state_.pool.compaction_may_help(seq->max_total_tokens))
+      state_.need_drain = true;
+    else if (slots && outcome == AdmitOutcome::kWait && compact_for(seq->max_total_tokens))
+      outcome = admit();
+    if (outcome != AdmitOutcome::kAdmitted) state_.take_back_tables(seq);
+    if (outcome == AdmitOutcome::kWait) break;
+    Clock::time_point now = Clock::now();
+    if (outcome == AdmitOutcome::kNeverFits) {  // submit checks this; kept for safety
+      state_.finish(seq, FinishReason::kError, "the request does not fit the KV pool", now);
+      state_.output.push_retire(waiting.back().release());
+      waiting.pop_back();
+      continue;
+    }
+    if (state_.window) state_.window->admit(seq->blocks, seq->window);
+    seq->num_computed = seq->blocks.num_prefix_tokens;
+    // The cache gave all but its last token: it decodes at once, so the next
+    // batch is built anew with it among the decodes.
+    if (seq->num_pending() == 1) state_.rows_kept = false;
+    seq->state = SeqState::kRunning;
+    seq->trace.on_admit(now, state_.admit_round, seq->submitted_at, seq->first_token_at != Clock::time_point());
+    if (!seq->admitted_once) {
+      seq->admitted_once = true;
+      seq->admitted_at = now;
+      seq->num_cached_prompt_tokens = seq->blocks.num_prefix_tokens;
+      state_.metrics.prompt_tokens_total += seq->num_prompt_tokens;
+    }
+    state_.running.push_back(std::move(waiting.back()));
+    waiting.pop_back();
+  }
+}
+
+// When a contiguous extent does not fit although enough blocks are free or
+// cached, the free space is scattered: slide the running extents together
+// and copy their KV. Returns whether anything moved.
+bool Scheduler::compact_for(int32_t max_total_tokens) {
+  if (!state_.pool.compaction_may_help(max_total_tokens)) return false;
+  live_scratch_.clear();
+  for (auto& seq : state_.running) live_scratch_.push_back(&seq->blocks);
+  const int32_t needed = (max_total_tokens + cache_.block_size() - 1) / cache_.block_size();
+  state_.pool.compact(live_scratch_, needed, &moves_);
+  for (const BlockMove& move : moves_) {
+    cache_.copy_block(move.src, move.dst);
+    if (state_.window) state_.window->move_block(move.src, move.dst);
+  }
+  if (!moves_.empty()) state_.rows_kept = false;  // the kept rows' block tables changed
+  return !moves_.empty();
+}
+
+bool Scheduler::reserve(Sequence* seq, int32_t num_tokens) {
+  // Most calls (every decode under contiguous) are already covered.
+  return num_tokens <= seq->blocks.num_reserved_tokens || state_.pool.ensure_capacity(seq->blocks, num_tokens);
+}
+
+// Decodes first, one token each. A decode that finds no block preempts the
+// latest admitted sequence (possibly itself); `running` only shrinks from
+// the back here. With a pass in flight, a sequence's state is taken as after
+// that pass: a row that samples there decodes here on the token it will
+// sample (the runner draws it right after that pass).
+void Scheduler::add_decodes(int32_t* budget) {
+  auto& running = state_.running;
+  size_t i = 0;
+  for (; i < running.size() && *budget > 0; ++i) {
+    Sequence* seq = running[i].get();
+    if (seq->state != SeqState::kRunning) continue;  // finished, its pass still running
+    const bool in_flight = state_.in_flight(seq);
+    if (in_flight && seq->plan_row >= 0) {
+      // Its in-flight row samples its last token: it finishes by length.
+      if (static_cast<int32_t>(seq->tokens.size()) + 1 >= seq->max_total_tokens) continue;
+      const int32_t start = seq->num_computed + seq->plan_tokens;
+      if (!reserve(seq, start + 1)) {  // paged: no block; preempt once the pass has ended
+        state_.need_drain = true;
+        continue;
+      }
+      add_to_batch(seq, start, 1, seq->plan_row);
+      *budget -= 1;
+      continue;
+    }
+    if (seq->num_pending() - (in_flight ? seq->plan_tokens : 0) != 1) continue;
+    const int32_t num_tokens = static_cast<int32_t>(seq->tokens.size());
+    bool has_room = reserve(seq, num_tokens);
+    while (!has_room && running.back().get() != seq && may_preempt_last()) {
+      preempt_last();
+      has_room = reserve(seq, num_tokens);
+    }
+    if (!has_room && !may_preempt_last()) {  // the victim is in the running pass: after it
+      state_.need_drain = true;
+      continue;
+    }
+    if (!has_room) {
+      preempt_last();  // seq itself is last
+      break;
+    }
+    add_to_batch(seq, num_tokens - 1, 1);
+    *budget -= 1;
+  }
+  plan_->num_decode_rows = plan_->scheduled.size();
+  // The loop stops early only for the budget (or after preempting the last).
+  plan_->all_decoders_scheduled = *budget > 0 || i >= running.size();
+}
+
+// Prefill chunks in admission order with what is left of the budget.
+void Scheduler::add_prefill_chunks(int32_t budget) {
+  for (size_t i = 0; i < state_.running.size() && budget > 0; ++i) {
+    Sequence* seq = state_.running[i].get();
+    const bool in_flight = state_.in_flight(seq);
+    if (seq->state != SeqState::kRunning || (in_flight && seq->plan_row >= 0)) continue;
+    const int32_t start = seq->num_computed + (in_flight ? seq->plan_tokens : 0);
+    const int32_t pending = static_cast<int32_t>(seq->tokens.size()) - start;
+    if (pending <= 1) continue;
+    int32_t chunk = std::min(pending, budget);
+    if (state_.window) chunk = state_.window->max_chunk(seq->window, start, chunk);
+    if (!reserve(seq, start + chunk)) continue;  // wait for memory
+    add_to_batch(seq, start, chunk);
+    budget -= chunk;
+  }
+}
+
+void Scheduler::add_to_batch(Sequence* seq, int32_t start, int32_t num_tokens, int32_t feed_row) {
+  StepPlan& plan = *plan_;
+  const int32_t begin = static_cast<int32_t>(plan.tokens.size());
+  const auto first = seq->tokens.begin() + start;
+  if (feed_row >= 0) {
+    plan.feeds.push_back(FeedRow{begin, feed_row});
+    plan.tokens.push_back(0);  // the runner writes it before the pass
+  } else if (num_tokens == 1) {
+    plan.tokens.push_back(*first);  // a decode: cheaper than a range insert
+  } else {
+    plan.tokens.insert(plan.tokens.end(), first, first + num_tokens);
+  }
+  state_.prepare_window(seq, start, num_tokens);
+  plan.chunks.push_back(SeqChunk{begin, num_tokens, start, seq->blocks.table, seq->window.slots});
+  if (feed_row >= 0 || start + num_tokens == static_cast<int32_t>(seq->tokens.size())) {
+    if (!seq->plain_greedy) plan.sampled.push_back(SampledRow{static_cast<int32_t>(plan.rows.size()), &seq->sampler});
+    plan.rows.push_back(begin + num_tokens - 1);
+    plan.row_seqs.push_back(seq);
+  }
+  plan.scheduled.push_back(Scheduled{seq, num_tokens});
+}
+
+// The latest admitted sequence may give its blocks up: no pass it is in
+// still runs (a sequence that finished meanwhile goes in reap_finished()).
+bool Scheduler::may_preempt_last() const {
+  const Sequence* last = state_.running.back().get();
+  return last->state == SeqState::kRunning && !state_.in_flight(last);
+}
+
+void Scheduler::preempt_last() {
+  CHECK(may_preempt_last()) << "preemption would free blocks a running pass writes";
+  state_.rows_kept = false;
+  std::unique_ptr<Sequence> victim = std::move(state_.running.back());
+  state_.running.pop_back();
+  state_.sign_all(victim.get());
+  state_.release_window(victim.get());
+  state_.pool.release(victim->blocks);
+  state_.take_back_tables(victim.get());
+  victim->trace.on_preempt(state_.last_forward_end);
+  victim->num_computed = 0;
+  victim->num_preemptions++;
+  state_.metrics.num_preemptions++;
+  state_.insert_waiting(std::move(victim));
+}
+
+}  // namespace zl

@@ -1,0 +1,130 @@
+// The scheduler and the postprocess stage driven on their own, with no
+// forward pass: the scheduler reads the request table and writes a plan;
+// postprocess takes the tokens a pass would have put in the plan.
+#include "engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "engine/postprocess.h"
+#include "tiny_model.h"
+
+namespace zl {
+namespace {
+
+struct NoSink : EventSink {
+  void on_token(const TokenEvent&) override {}
+  void on_finish(const FinishEvent&) override {}
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  SchedulerTest()
+      : config_(make_config()),
+        tiny_(config_.max_num_batched_tokens, 32, 8),
+        stage_([](RequestId) {}, 64),
+        state_(config_, *tiny_.cache, tiny_.source.config.max_seq_len, 0, stage_),
+        scheduler_(state_, *tiny_.cache),
+        postprocess_(state_, tiny_.cache->block_size(), {}),
+        plan_(config_.max_num_batched_tokens, config_.max_num_seqs) {}
+
+  ~SchedulerTest() override { stage_.publish(); }
+
+  static EngineConfig make_config() {
+    EngineConfig config;
+    config.max_num_seqs = 4;
+    config.max_num_batched_tokens = 16;
+    return config;
+  }
+
+  // A greedy request with a prompt of `num_tokens` tokens.
+  Sequence* add(RequestId id, int32_t num_tokens) {
+    Request r;
+    r.sink = std::make_shared<NoSink>();
+    r.max_new_tokens = 8;
+    r.sampling.temperature = 0.0f;
+    std::vector<int32_t> prompt(static_cast<size_t>(num_tokens));
+    for (int32_t i = 0; i < num_tokens; ++i) prompt[static_cast<size_t>(i)] = static_cast<int32_t>(100 * id + i);
+    auto seq = std::make_unique<Sequence>(id, std::move(r), std::move(prompt), num_tokens + 8,
+                                          tiny_.source.config.vocab_size, *tiny_.source.tokenizer, make_cache_salt(1, ""));
+    Sequence* raw = seq.get();
+    seq->arrival = state_.next_arrival++;
+    state_.insert_waiting(std::move(seq));
+    return raw;
+  }
+
+  // What a pass would leave: logits row r gives token 7 + r.
+  void run_pass() {
+    for (size_t row = 0; row < plan_.rows.size(); ++row) plan_.next_tokens[row] = static_cast<int32_t>(7 + row);
+    plan_.job.status = Status();
+    plan_.job.start = plan_.job.end = Clock::now();
+    postprocess_.finish_pass(plan_, /*pass_running=*/false);
+  }
+
+  std::vector<int32_t> chunk_sizes() const {
+    std::vector<int32_t> sizes;
+    for (const Scheduled& s : plan_.scheduled) sizes.push_back(s.num_tokens);
+    return sizes;
+  }
+
+  EngineConfig config_;
+  test::TinyModel tiny_;
+  OutputStage stage_;
+  EngineState state_;
+  Scheduler scheduler_;
+  Postprocess postprocess_;
+  StepPlan plan_;
+};
+
+TEST_F(SchedulerTest, DecodesComeFirstAndPromptsShareWhatBudgetIsLeft) {
+  Sequence* a = add(1, 10);
+  Sequence* b = add(2, 10);
+  Sequence* c = add(3, 10);
+  scheduler_.schedule(plan_, /*pass_running=*/false);
+  // All three admitted; a's whole prompt, then 6 of b's (no row: its prompt goes on).
+  EXPECT_EQ(state_.running.size(), 3u);
+  EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{10, 6}));
+  EXPECT_EQ(plan_.num_decode_rows, 0u);
+  ASSERT_EQ(plan_.row_seqs, (std::vector<Sequence*>{a}));
+  EXPECT_EQ(plan_.rows, (std::vector<int32_t>{9}));
+
+  run_pass();
+  EXPECT_EQ(a->tokens.back(), 7);
+  EXPECT_EQ(a->num_computed, 10);
+  EXPECT_EQ(b->num_computed, 6);
+  // a decodes first, b finishes its prompt, c gets the 11 tokens left (10).
+  scheduler_.schedule(plan_, false);
+  EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{1, 4, 10}));
+  EXPECT_EQ(plan_.num_decode_rows, 1u);
+  EXPECT_EQ(plan_.row_seqs, (std::vector<Sequence*>{a, b, c}));
+  EXPECT_EQ(plan_.tokens[0], 7);  // a's decode feeds its sampled token
+
+  run_pass();
+  EXPECT_EQ(a->tokens.back(), 7);
+  EXPECT_EQ(b->tokens.back(), 8);
+  EXPECT_EQ(c->tokens.back(), 9);
+  // Nothing prefills now: every sequence decodes, from the rows kept.
+  scheduler_.schedule(plan_, false);
+  EXPECT_TRUE(plan_.reused);
+  EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{1, 1, 1}));
+  EXPECT_EQ(plan_.row_seqs, (std::vector<Sequence*>{a, b, c}));
+  EXPECT_EQ(plan_.tokens, (std::vector<int32_t>{7, 8, 9}));
+}
+
+TEST_F(SchedulerTest, AdmissionStopsAtTheFirstRequestThatDoesNotFit) {
+  // 32 blocks of 8 tokens; each request reserves its whole extent
+  // (contiguous): 200 + 8 tokens is 26 blocks, so the second waits and the
+  // third, which would fit, waits behind it.
+  add(1, 200);
+  add(2, 200);
+  add(3, 4);
+  scheduler_.schedule(plan_, false);
+  EXPECT_EQ(state_.running.size(), 1u);
+  EXPECT_EQ(state_.waiting.size(), 2u);
+  EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{16}));
+}
+
+}  // namespace
+}  // namespace zl
