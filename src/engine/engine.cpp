@@ -311,6 +311,7 @@ void Engine::Impl::run() {
     drain();
     if (stop) break;
     if (core->has_work()) {
+      if (core->wait_to_plan()) drain();  // what arrived during the pass joins the next
       core->step();
       num_waiting.store(core->num_waiting(), std::memory_order_relaxed);
       if (publisher) publisher->after_step(*core);

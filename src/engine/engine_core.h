@@ -2,7 +2,9 @@
 // pool, and one step. The Engine runs it on its own thread; tests drive
 // step() directly, deterministically.
 //
-// One step (step()):
+// One step (step()), after the Engine loop has enqueued what arrived (with
+// overlap it first sleeps until shortly before the pass in flight should end,
+// wait_to_plan(), so that what arrives during a pass joins the next one):
 //   1. Admit waiting sequences in priority order while a slot is free and
 //      the KV pool admits them (Scheduler; compaction only with no pass
 //      in flight).
@@ -75,6 +77,10 @@ class EngineCore {
   // One iteration (see the top of this file). With overlap the pass it
   // launched may still run when it returns.
   void step();
+  // Overlap: sleeps until the next pass should be planned (see
+  // Executor::wait_to_plan()); true if it slept, so that requests that
+  // arrived meanwhile should be enqueued before step().
+  bool wait_to_plan() { return executor_.wait_to_plan(); }
 
   EngineStats stats() const;
   const KvPool& pool() const { return state_.pool; }

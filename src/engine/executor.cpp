@@ -1,5 +1,7 @@
 #include "engine/executor.h"
 
+#include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "core/check.h"
@@ -50,6 +52,7 @@ void Executor::launch() {
   }
   for (size_t row = 0; row < plan.row_seqs.size(); ++row) plan.row_seqs[row]->plan_row = static_cast<int32_t>(row);
   state_.metrics.num_overlapped_passes += pass_running();
+  plan.launched_at = Clock::now();
   runner_->submit(&plan.job);
 }
 
@@ -63,7 +66,34 @@ StepPlan* Executor::ended_pass(bool pass_was_running) {
   std::swap(plan_, inflight_);  // plan_: the pass that is ending
   const ForwardJob* job = runner_->wait();
   CHECK(job == &plan_->job) << "the runner returned passes out of order";
+  const double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(job->end - job->start).count());
+  ns_per_token_[num_timed_++ % ns_per_token_.size()] = static_cast<float>(ns / static_cast<double>(plan_->tokens.size()));
+  last_end_ = job->end;
   return plan_;
+}
+
+// The pass in flight started when it was queued or when the one before it
+// ended, and lasts its batch's tokens times the lowest time per token of
+// the last passes. An underestimate plans early: a request arriving late in
+// the pass waits for one more pass. An overestimate costs little: the runner
+// wakes the engine when the pass ends, and the next one starts after a
+// planning (a few µs) instead of at once. The lead covers the engine's
+// wake-up and planning.
+Clock::time_point Executor::plan_deadline() const {
+  if (num_timed_ == 0) return Clock::time_point();
+  const size_t num = std::min(num_timed_, ns_per_token_.size());
+  const float ns_per_token = *std::min_element(ns_per_token_.begin(), ns_per_token_.begin() + num);
+  const auto estimate = std::chrono::nanoseconds(static_cast<int64_t>(ns_per_token * static_cast<float>(inflight_->tokens.size())));
+  const auto lead = std::max<Clock::duration>(std::chrono::microseconds(100), estimate / 8);
+  return std::max(inflight_->launched_at, last_end_) + estimate - lead;
+}
+
+bool Executor::wait_to_plan() {
+  if (!pass_running()) return false;
+  const Clock::time_point deadline = plan_deadline();
+  if (deadline - Clock::now() < std::chrono::microseconds(100)) return false;
+  runner_->sleep_until(deadline);
+  return true;
 }
 
 void Executor::discard_running() {

@@ -13,6 +13,7 @@
 // end, in the step that launched it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -40,11 +41,17 @@ class Executor {
   // keeps running and the next step plans beside it (null).
   StepPlan* ended_pass(bool pass_was_running);
   bool pass_running() const { return runner_ && runner_->outstanding() > 0; }
+  // Overlap, between steps: sleeps until the pass after the one in flight
+  // should be planned, shortly before that one should end, so that requests
+  // arriving meanwhile join the next pass instead of the one after it; or
+  // until the pass ends. False, at once, when that time is (nearly) now.
+  bool wait_to_plan();
   // Shutdown: waits for the pass in flight, whose results are not needed.
   void discard_running();
 
  private:
   void prepare_job(StepPlan& plan);
+  Clock::time_point plan_deadline() const;
 
   EngineState& state_;
   LlamaModel& model_;
@@ -54,6 +61,11 @@ class Executor {
   StepPlan* inflight_ = &plans_[1];      // overlap: the pass on the runner
   bool launched_ = false;                // in this step
   uint64_t next_plan_id_ = 0;            // passes submitted to the runner
+  // The last passes' forward and sampling time per batch token, and when
+  // the last pass waited for ended (plan_deadline()).
+  std::array<float, 8> ns_per_token_{};
+  size_t num_timed_ = 0;
+  Clock::time_point last_end_;
   std::vector<float> logits_;            // [max_num_seqs, vocab_size]
   // Declared after what a pass reads, so that it is destroyed (waiting for
   // the pass) first.

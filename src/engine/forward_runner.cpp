@@ -95,6 +95,16 @@ ForwardJob* ForwardRunner::wait() {
   return job;
 }
 
+bool ForwardRunner::sleep_until(Clock::time_point deadline) {
+  CHECK(outstanding() == 1) << "sleep_until() wants exactly one forward pass outstanding";
+  // With nothing queued behind the job, the runner wakes a sleeping engine
+  // when it ends (run()).
+  uint32_t done = done_.load(std::memory_order_acquire);
+  for (Clock::time_point now = Clock::now(); done == returned_ && now < deadline; now = Clock::now())
+    done = sleep_on(&done_, returned_, &engine_sleeping_, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now));
+  return done != returned_;
+}
+
 void ForwardRunner::run() {
   uint32_t next = 0;
   const int32_t* prev_tokens = nullptr;  // the last job's next tokens (null: it failed)

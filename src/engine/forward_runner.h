@@ -82,6 +82,9 @@ class ForwardRunner {
   void submit(ForwardJob* job);
   // Engine thread. Waits for the oldest job not yet waited for and returns it.
   ForwardJob* wait();
+  // Engine thread, with one job outstanding: sleeps until `deadline` or until
+  // that job ends, whichever comes first. Returns whether it has ended.
+  bool sleep_until(Clock::time_point deadline);
   // Jobs submitted and not yet returned by wait().
   int outstanding() const { return static_cast<int>(submitted_.load(std::memory_order_relaxed) - returned_); }
 

@@ -63,6 +63,7 @@ struct StepPlan {
   bool reused = false;                 // the decode rows are kept ones
   bool all_decoders_scheduled = true;  // the scheduler left no decoding sequence out
   uint64_t id = 0;                     // its pass's number (Executor::launch())
+  Clock::time_point launched_at;       // overlap: when it was queued on the runner
   ForwardJob job;                      // what the pass reads and fills
 };
 
