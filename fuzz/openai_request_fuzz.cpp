@@ -15,7 +15,7 @@ struct Fixture {
     limits.vocab_size = 512;
     limits.max_seq_len = 256;
     auto parsed = zl::ChatTemplate::parse(zl::chatml_template_source());
-    if (parsed.ok()) chat.chat_template = std::make_shared<const zl::ChatTemplate>(std::move(*parsed));
+    if (parsed.ok()) chat.loaded.chat_template = std::make_shared<const zl::ChatTemplate>(std::move(*parsed));
   }
 };
 

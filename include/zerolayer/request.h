@@ -73,7 +73,7 @@ struct Request {
   std::vector<int32_t> prompt_ids;    // either ids...
   std::string prompt_text;            // ...or text (tokenized at submit, with bos as the model wants)
   SamplingParams sampling;
-  int32_t max_new_tokens = 256;
+  int32_t max_new_tokens = 256;  // the C++ API's default; HTTP's is field::kMaxTokens's
   std::vector<std::string> stop;      // stop strings (not included in the output)
   std::vector<int32_t> stop_token_ids;  // besides the model's eos ids
   bool ignore_eos = false;

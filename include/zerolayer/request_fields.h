@@ -1,14 +1,14 @@
 // The numeric fields of a request, each defined once: its name (as the HTTP
-// API spells it, and as every error message names it), its range and its
-// default. HTTP parsing (src/server/openai_api.cpp), shared-memory decoding
-// (src/transport/wire.cpp) and Engine::submit all check against this table,
-// and SamplingParams and Request take their defaults from it: a new field
-// is one line here plus where each carrier reads it.
+// API spells it, and as error messages name it), its range, its default and
+// what carries it. HTTP parsing (src/server/openai_api.cpp), shared-memory
+// decoding (src/transport/wire.cpp) and Engine::submit all check against
+// this table, and SamplingParams and Request take their defaults from it: a
+// new field is one line here plus where each carrier reads it.
 //
-// Every field here travels in /v1/completions and /v1/chat/completions
-// (JSON), in a shared-memory request record (zl_shm_request,
-// zerolayer/shm_protocol.h) and in Request (zerolayer/request.h), under
-// the same name but for logprobs (SamplingParams::num_top_logprobs).
+// The carriers are /v1/completions and /v1/chat/completions (JSON), a
+// shared-memory request record (zl_shm_request, zerolayer/shm_protocol.h)
+// and Request (zerolayer/request.h), which Engine::submit checks. The record
+// and Request name a field as the API does, but for record_name.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +20,24 @@ namespace zl {
 // The most top logprobs a request may ask for (OpenAI's limit).
 constexpr int32_t kMaxTopLogprobs = 20;
 
+// Which carriers take a field (RequestField::carriers).
+enum FieldCarrier : unsigned {
+  kCompletions = 1,  // POST /v1/completions
+  kChat = 2,         // POST /v1/chat/completions
+  kShm = 4,          // zl_shm_request
+  kEngine = 8,       // Request, checked by Engine::submit
+  kEveryCarrier = kCompletions | kChat | kShm | kEngine,
+};
+
 struct RequestField {
   const char* name;
   double lo, hi;         // the range, both ends included...
   bool lo_open;          // ...but lo when this is set
   bool integer;          // whole numbers only
   double default_value;  // what a request that leaves the field out gets
+  unsigned carriers = kEveryCarrier;
+  const char* record_name = nullptr;  // its name in zl_shm_request and Request, where it differs
+  bool within_context = false;        // also at most the model's context (max_seq_len), where that is known
 };
 
 namespace field {
@@ -37,18 +49,31 @@ inline constexpr RequestField kMinP{"min_p", 0, 1, false, false, 0};
 inline constexpr RequestField kRepetitionPenalty{"repetition_penalty", 0, 10, true, false, 1};
 inline constexpr RequestField kPresencePenalty{"presence_penalty", -2, 2, false, false, 0};
 inline constexpr RequestField kFrequencyPenalty{"frequency_penalty", -2, 2, false, false, 0};
-inline constexpr RequestField kTopLogprobs{"logprobs", 0, kMaxTopLogprobs, false, true, 0};
+// Chat's logprobs is a boolean with top_logprobs, not yet served.
+inline constexpr RequestField kTopLogprobs{"logprobs", 0, kMaxTopLogprobs, false, true, 0,
+                                           kCompletions | kShm | kEngine, "num_top_logprobs"};
 inline constexpr RequestField kMinTokenProb{"min_token_prob", 0, 1, false, false, 0};  // 0: off
 inline constexpr RequestField kPriority{"priority", INT32_MIN, INT32_MAX, false, true, 0};
+// New tokens per choice. Chat also reads it as max_completion_tokens, and its
+// default there is what the context leaves after the prompt.
+inline constexpr RequestField kMaxTokens{"max_tokens", 1, INT32_MAX, false, true, 16,
+                                         kEveryCarrier, "max_new_tokens", true};
+// Choices per prompt: HTTP makes n requests of one (seed + i when seeded).
+inline constexpr RequestField kN{"n", 1, 128, false, true, 1, kCompletions | kChat};
 // All of the above, for those that go through every field (tests, docs).
 inline constexpr const RequestField* kAll[] = {
     &kTemperature, &kTopK, &kTopP, &kMinP, &kRepetitionPenalty, &kPresencePenalty, &kFrequencyPenalty,
-    &kTopLogprobs, &kMinTokenProb, &kPriority,
+    &kTopLogprobs, &kMinTokenProb, &kPriority, &kMaxTokens, &kN,
 };
 }  // namespace field
 
-// In range and, for an integer field, whole; NaN never is. The message names
-// the field: "top_p must be in (0, 1], got 1.5".
-Status check_field(const RequestField& field, double value);
+// How a message names a field: as the API spells it, or as a shared-memory
+// record and Request do (RequestField::record_name).
+enum class FieldName { kApi, kRecord };
+
+// In range and, for an integer field, whole; NaN never is. `context` > 0
+// bounds a within_context field further. The message names the field:
+// "top_p must be in (0, 1], got 1.5".
+Status check_field(const RequestField& field, double value, int64_t context = 0, FieldName as = FieldName::kApi);
 
 }  // namespace zl

@@ -21,6 +21,20 @@ std::string folder_of(const std::string& path) {
   return "";
 }
 
+std::vector<int32_t> end_of_turn_token_ids(const Tokenizer& tokenizer) {
+  static constexpr std::string_view kEndOfTurn[] = {
+      "<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<|return|>",
+  };
+  std::vector<int32_t> ids;
+  if (tokenizer.special_ids().eos >= 0) ids.push_back(tokenizer.special_ids().eos);
+  for (std::string_view text : kEndOfTurn) {
+    std::vector<int32_t> encoded = tokenizer.encode(text, /*add_special=*/false, /*parse_special=*/true);
+    if (encoded.size() != 1 || !tokenizer.is_special(encoded[0])) continue;
+    if (std::find(ids.begin(), ids.end(), encoded[0]) == ids.end()) ids.push_back(encoded[0]);
+  }
+  return ids;
+}
+
 }  // namespace
 
 StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, const std::string& tokenizer_path,
@@ -39,26 +53,36 @@ StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, c
   loaded.origin = std::move(resolved.origin);
   loaded.bos_token = std::move(resolved.bos_token);
   loaded.eos_token = std::move(resolved.eos_token);
+  if (tokenizer) loaded.end_of_turn_ids = end_of_turn_token_ids(*tokenizer);
   return loaded;
 }
 
-std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, std::string_view text, std::string_view bos_token) {
-  bool template_wrote_bos = !bos_token.empty() && text.starts_with(bos_token);
-  return tokenizer.encode(text, /*add_special=*/!template_wrote_bos, /*parse_special=*/true);
+StatusOr<std::string> render_chat_text(const LoadedChatTemplate& chat, const nlohmann::ordered_json& messages,
+                                       ChatTemplateOptions options) {
+  options.bos_token = chat.bos_token;
+  options.eos_token = chat.eos_token;
+  StatusOr<std::string> text = apply_chat_template(*chat.chat_template, messages, options);
+  if (!text.ok()) return text.status().with_prefix("messages could not be rendered by the chat template");
+  return text;
 }
 
-std::vector<int32_t> end_of_turn_token_ids(const Tokenizer& tokenizer) {
-  static constexpr std::string_view kEndOfTurn[] = {
-      "<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<|return|>",
-  };
-  std::vector<int32_t> ids;
-  if (tokenizer.special_ids().eos >= 0) ids.push_back(tokenizer.special_ids().eos);
-  for (std::string_view text : kEndOfTurn) {
-    std::vector<int32_t> encoded = tokenizer.encode(text, /*add_special=*/false, /*parse_special=*/true);
-    if (encoded.size() != 1 || !tokenizer.is_special(encoded[0])) continue;
-    if (std::find(ids.begin(), ids.end(), encoded[0]) == ids.end()) ids.push_back(encoded[0]);
-  }
-  return ids;
+StatusOr<ChatPrompt> render_chat_prompt(const LoadedChatTemplate& chat, const Tokenizer& tokenizer,
+                                        const nlohmann::ordered_json& messages, const ChatTemplateOptions& options,
+                                        size_t max_text_bytes) {
+  ChatPrompt prompt;
+  ZL_ASSIGN_OR_RETURN(prompt.text, render_chat_text(chat, messages, options));
+  if (prompt.text.size() > max_text_bytes)
+    return out_of_range("messages: the conversation renders to ", prompt.text.size(),
+                        " bytes of text, more than the ", max_text_bytes, " bytes the context can be read from");
+  bool template_wrote_bos = !chat.bos_token.empty() && prompt.text.starts_with(chat.bos_token);
+  prompt.ids = tokenizer.encode(prompt.text, /*add_special=*/!template_wrote_bos, /*parse_special=*/true);
+  if (prompt.ids.empty()) return invalid_argument("messages render to an empty prompt");
+  return prompt;
 }
+
+void add_end_of_turn_stops(const LoadedChatTemplate& chat, bool ignore_eos, std::vector<int32_t>& stop_token_ids) {
+  if (!ignore_eos) stop_token_ids.insert(stop_token_ids.end(), chat.end_of_turn_ids.begin(), chat.end_of_turn_ids.end());
+}
+
 
 }  // namespace zl

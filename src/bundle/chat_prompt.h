@@ -1,10 +1,14 @@
-// What `generate --chat` and the HTTP server share to turn a conversation
-// into prompt ids: finding and parsing the model's chat template, encoding the
-// rendered text (special-token text the template writes, <|im_start|> or <s>,
-// becomes special ids; bos is added by the tokenizer only when the template
-// did not already write it), and the ids that end an assistant turn.
+// How a conversation becomes prompt ids, the same on every path that takes
+// one (/v1/chat/completions, a shared-memory chat record, `generate --chat`):
+// finding and parsing the model's chat template once (load_chat_template),
+// then per request render_chat_prompt: the template with the model's bos/eos
+// strings, the rendered text encoded (special-token text the template writes,
+// <|im_start|> or <s>, becomes special ids; bos is added by the tokenizer
+// only when the template did not already write it), and the ids that end an
+// assistant turn added to the request's stop ids.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,6 +28,14 @@ struct LoadedChatTemplate {
   std::string origin;
   std::string bos_token;  // the strings the template sees
   std::string eos_token;
+  // The tokenizer's eos and those common end-of-turn tokens ("<|im_end|>",
+  // "<|eot_id|>", "<|end|>", ...) that are single special tokens of its vocabulary.
+  std::vector<int32_t> end_of_turn_ids;
+};
+
+struct ChatPrompt {
+  std::string text;          // what the template wrote
+  std::vector<int32_t> ids;  // its encoding
 };
 
 // Resolves (resolve_chat_template's order) and parses the template of the
@@ -35,13 +47,22 @@ StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, c
                                                 const std::string& gguf_template, const std::string& override_template,
                                                 const Tokenizer* tokenizer);
 
-// The rendered prompt's ids: parse_special=true, and bos added only when the
-// text does not already start with `bos_token`.
-std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, std::string_view text, std::string_view bos_token);
+// The template applied to `messages` with `options`, whose bos_token and
+// eos_token are set from `chat` (the /apply-template answer).
+StatusOr<std::string> render_chat_text(const LoadedChatTemplate& chat, const nlohmann::ordered_json& messages,
+                                       ChatTemplateOptions options);
 
-// The tokenizer's eos and those common end-of-turn tokens ("<|im_end|>",
-// "<|eot_id|>", "<|end|>", ...) that are single special tokens of this
-// vocabulary, without duplicates.
-std::vector<int32_t> end_of_turn_token_ids(const Tokenizer& tokenizer);
+// render_chat_text, then the text's ids: parse_special=true, and bos added only
+// when the text does not already start with the template's bos. Text over
+// `max_text_bytes` is not encoded: out_of_range naming "messages" (so that a
+// huge conversation costs a render, not a tokenization). An empty encoding
+// is invalid_argument naming "messages".
+StatusOr<ChatPrompt> render_chat_prompt(const LoadedChatTemplate& chat, const Tokenizer& tokenizer,
+                                        const nlohmann::ordered_json& messages, const ChatTemplateOptions& options,
+                                        size_t max_text_bytes = SIZE_MAX);
+
+// A chat request stops at the end of the assistant's turn: `chat`'s
+// end-of-turn ids join `stop_token_ids`, unless the request ignores eos.
+void add_end_of_turn_stops(const LoadedChatTemplate& chat, bool ignore_eos, std::vector<int32_t>& stop_token_ids);
 
 }  // namespace zl

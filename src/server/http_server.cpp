@@ -425,11 +425,8 @@ void HttpServer::Impl::attach(Engine& e) {
   StatusOr<LoadedChatTemplate> loaded =
       load_chat_template(info.path, config.tokenizer_path, info.gguf_chat_template, config.chat_template, &e.tokenizer());
   if (loaded.ok()) {
-    chat.chat_template = loaded->chat_template;
-    chat.bos_token = loaded->bos_token;
-    chat.eos_token = loaded->eos_token;
-    chat.stop_token_ids = end_of_turn_token_ids(e.tokenizer());
-    log_info("http: chat template from ", loaded->origin);
+    chat.loaded = std::move(*loaded);
+    log_info("http: chat template from ", chat.loaded.origin);
   } else {
     chat.missing_message = "this model has no chat template, so /v1/chat/completions and /apply-template cannot be "
                            "served (use /v1/completions, or start serve with --chat-template FILE|chatml): " +

@@ -87,39 +87,22 @@ const json* find(const json& j, const char* key) {
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-OptError read_int(const json& j, const char* key, int64_t lo, int64_t hi, int64_t& out) {
-  const json* v = find(j, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number_integer()) return bad(key, str_cat(key, " must be an integer"));
-  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
-    return bad(key, str_cat(key, " must be in [", lo, ", ", hi, "], got ", v->get<uint64_t>()));
-  int64_t x = v->get<int64_t>();
-  if (x < lo || x > hi) return bad(key, str_cat(key, " must be in [", lo, ", ", hi, "], got ", x));
-  out = x;
-  return std::nullopt;
-}
-
-template <typename T>
-OptError read_int_as(const json& j, const char* key, int64_t lo, int64_t hi, T& out) {
-  int64_t x = out;
-  if (OptError e = read_int(j, key, lo, hi, x)) return e;
-  out = static_cast<T>(x);
-  return std::nullopt;
-}
-
 // A field of zerolayer/request_fields.h's table, checked as the engine
 // will see it (as a float, for a field that is not an integer).
+// `key` is the field's name or, for chat's max_completion_tokens, an alias.
 template <typename T>
-OptError read_field(const json& j, const RequestField& f, T& out) {
-  const json* v = find(j, f.name);
+OptError read_field(const json& j, const RequestField& f, T& out, int64_t context = 0, const char* key = nullptr) {
+  if (!key) key = f.name;
+  const json* v = find(j, key);
   if (!v) return std::nullopt;
   if (f.integer ? !v->is_number_integer() : !v->is_number())
-    return bad(f.name, str_cat(f.name, f.integer ? " must be an integer" : " must be a number"));
+    return bad(key, str_cat(key, f.integer ? " must be an integer" : " must be a number"));
   const double x = v->is_number_unsigned() ? static_cast<double>(v->get<uint64_t>()) : v->get<double>();
-  if (Status s = check_field(f, x); !s.ok()) return bad(f.name, s.message());
+  auto named = [&](const Status& s) { return bad(key, key == f.name ? s.message() : str_cat(key, ": ", s.message())); };
+  if (Status s = check_field(f, x, context); !s.ok()) return named(s);
   out = static_cast<T>(x);
   // A tiny positive value may round to an open bound's 0.
-  if (Status s = check_field(f, static_cast<double>(out)); !s.ok()) return bad(f.name, s.message());
+  if (Status s = check_field(f, static_cast<double>(out), context); !s.ok()) return named(s);
   return std::nullopt;
 }
 
@@ -151,9 +134,13 @@ OptError check_prompt_length(size_t num_tokens, const ApiLimits& limits) {
 }
 
 // Text longer than this cannot tokenize into the context: refused unread.
+// The most bytes of prompt text read for the context.
+int64_t prompt_byte_limit(const ApiLimits& limits) {
+  return limits.max_prompt_bytes > 0 ? limits.max_prompt_bytes : int64_t(limits.max_seq_len) * kMaxPromptBytesPerToken;
+}
+
 OptError check_prompt_bytes(const char* field, size_t num_bytes, const ApiLimits& limits) {
-  const int64_t most = limits.max_prompt_bytes > 0 ? limits.max_prompt_bytes
-                                                   : int64_t(limits.max_seq_len) * kMaxPromptBytesPerToken;
+  const int64_t most = prompt_byte_limit(limits);
   if (int64_t(num_bytes) <= most) return std::nullopt;
   return bad(field,
              str_cat(field, ": ", num_bytes, " bytes of text cannot fit the context of ", limits.max_seq_len,
@@ -286,8 +273,8 @@ OptError read_stream(const json& j, CompletionRequest& out) {
 // The fields /v1/completions and /v1/chat/completions share: all but the prompt.
 OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionRequest& out) {
   if (OptError e = read_string(j, "model", 1024, out.model)) return e;
-  if (OptError e = read_int_as(j, "n", 1, limits.max_n, out.n)) return e;
-  if (OptError e = read_int_as(j, "max_tokens", 1, limits.max_seq_len, out.max_tokens)) return e;
+  if (OptError e = read_field(j, field::kN, out.n)) return e;
+  if (OptError e = read_field(j, field::kMaxTokens, out.max_tokens, limits.max_seq_len)) return e;
   if (OptError e = reject_unsupported(j, out.n)) return e;
   if (OptError e = read_sampling(j, limits, out)) return e;
   if (OptError e = read_stop(j, limits, out.stop)) return e;
@@ -342,12 +329,12 @@ OptError normalize_content(ojson& message, size_t i, const std::string& role) {
   return std::nullopt;
 }
 
-// Validates the conversation and renders it through the template.
-OptError render_chat(const ojson& j, const ChatSettings& chat, std::string& rendered) {
+// Validates the conversation and the template's options of a chat body.
+OptError read_chat(const ojson& j, const ChatSettings& chat, ojson& messages, ChatTemplateOptions& options) {
   auto m = j.find("messages");
   if (m == j.end() || m->is_null()) return bad_message("messages is required");
   if (!m->is_array() || m->empty()) return bad_message("messages must be a non-empty list of messages");
-  ojson messages = ojson::array();
+  messages = ojson::array();
   for (size_t i = 0; i < m->size(); ++i) {
     ojson message = (*m)[i];
     if (!message.is_object()) return bad_message(str_cat("messages[", i, "] must be an object"));
@@ -359,9 +346,6 @@ OptError render_chat(const ojson& j, const ChatSettings& chat, std::string& rend
     if (OptError e = normalize_content(message, i, r)) return e;
     messages.push_back(std::move(message));
   }
-  ChatTemplateOptions options;
-  options.bos_token = chat.bos_token;
-  options.eos_token = chat.eos_token;
   if (auto tools = j.find("tools"); tools != j.end() && !tools->is_null()) {
     if (!tools->is_array()) return bad("tools", "tools must be a list of tool definitions");
     for (const ojson& tool : *tools)
@@ -381,14 +365,9 @@ OptError render_chat(const ojson& j, const ChatSettings& chat, std::string& rend
     if (!add->is_boolean()) return bad("add_generation_prompt", "add_generation_prompt must be true or false");
     options.add_generation_prompt = add->get<bool>();
   }
-  if (!chat.chat_template) {
-    ApiError e = bad("", chat.missing_message.empty() ? "the model has no chat template" : chat.missing_message,
-                     "chat_template_missing");
-    return e;
-  }
-  StatusOr<std::string> text = apply_chat_template(*chat.chat_template, messages, options);
-  if (!text.ok()) return bad_message("messages could not be rendered by the chat template: " + text.status().message());
-  rendered = std::move(*text);
+  if (!chat.loaded.chat_template)
+    return bad("", chat.missing_message.empty() ? "the model has no chat template" : chat.missing_message,
+               "chat_template_missing");
   return std::nullopt;
 }
 
@@ -413,15 +392,22 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   if (find(j, "top_logprobs")) return bad("top_logprobs", "top_logprobs is not supported on /v1/chat/completions yet");
   bool has_max = find(j, "max_tokens") || find(j, "max_completion_tokens");
   if (OptError e = parse_common_fields(j, limits, out)) return e;
-  if (OptError e = read_int_as(j, "max_completion_tokens", 1, limits.max_seq_len, out.max_tokens)) return e;
+  if (OptError e = read_field(j, field::kMaxTokens, out.max_tokens, limits.max_seq_len, "max_completion_tokens"))
+    return e;
   if (out.n > limits.max_choices) return bad("n", str_cat("n must be at most ", limits.max_choices));
   ojson ordered;  // tool schemas keep their key order for the template's tojson
   if (OptError e = parse_ordered(body, ordered)) return e;
-  std::string text;
-  if (OptError e = render_chat(ordered, chat, text)) return e;
-  if (OptError e = check_prompt_bytes("messages", text.size(), limits)) return e;
-  std::vector<int32_t> ids = encode_chat_prompt(tokenizer, text, chat.bos_token);
-  if (ids.empty()) return bad_message("messages render to an empty prompt");
+  ojson messages;
+  ChatTemplateOptions options;
+  if (OptError e = read_chat(ordered, chat, messages, options)) return e;
+  StatusOr<ChatPrompt> prompt =
+      render_chat_prompt(chat.loaded, tokenizer, messages, options, size_t(prompt_byte_limit(limits)));
+  if (!prompt.ok()) {
+    const Status& s = prompt.status();
+    if (s.code() == StatusCode::kOutOfRange) return bad("messages", s.message(), "context_length_exceeded");
+    return bad_message(s.message());
+  }
+  std::vector<int32_t>& ids = prompt->ids;
   if (ids.size() >= static_cast<size_t>(limits.max_seq_len))
     return bad("messages",
                str_cat("messages: ", ids.size(), " prompt tokens do not fit the context of ", limits.max_seq_len,
@@ -430,8 +416,8 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   // OpenAI's chat default: as many tokens as the context leaves.
   if (!has_max) out.max_tokens = limits.max_seq_len - static_cast<int32_t>(ids.size());
   out.prompts.push_back(std::move(ids));
-  if (!out.ignore_eos) out.stop_token_ids = chat.stop_token_ids;
-  if (rendered) *rendered = std::move(text);
+  add_end_of_turn_stops(chat.loaded, out.ignore_eos, out.stop_token_ids);
+  if (rendered) *rendered = std::move(prompt->text);
   return std::nullopt;
 }
 
@@ -535,11 +521,13 @@ std::optional<ApiError> apply_template_body(std::string_view body, const ChatSet
   json j;
   if (OptError e = parse_object(body, j)) return e;
   try {
-    ojson ordered;
+    ojson ordered, messages;
     if (OptError e = parse_ordered(body, ordered)) return e;
-    std::string text;
-    if (OptError e = render_chat(ordered, chat, text)) return e;
-    out = dump(json{{"prompt", text}});
+    ChatTemplateOptions options;
+    if (OptError e = read_chat(ordered, chat, messages, options)) return e;
+    StatusOr<std::string> text = render_chat_text(chat.loaded, messages, options);
+    if (!text.ok()) return bad_message(text.status().message());
+    out = dump(json{{"prompt", *text}});
     return std::nullopt;
   } catch (const std::exception& e) {
     return bad("", std::string("invalid request: ") + e.what());

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "jinja/chat_template.h"
+#include "bundle/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
 #include "zerolayer/sampling.h"
@@ -39,7 +39,6 @@ struct ApiLimits {
   int32_t max_seq_len = 0;
   int32_t max_stop_strings = 64;
   int32_t max_stop_bytes = 1024;      // per stop string
-  int32_t max_n = 128;                // choices per prompt
   int32_t max_choices = 1024;         // prompts x n
   // Text longer than this cannot tokenize into max_seq_len tokens; 0: max_seq_len x kMaxPromptBytesPerToken.
   int64_t max_prompt_bytes = 0;
@@ -48,8 +47,8 @@ struct ApiLimits {
 struct CompletionRequest {
   std::string model;                       // as sent; "" when absent
   std::vector<std::vector<int32_t>> prompts;  // tokenized, one per prompt
-  int32_t n = 1;
-  int32_t max_tokens = 16;                 // OpenAI's default
+  int32_t n = static_cast<int32_t>(field::kN.default_value);
+  int32_t max_tokens = static_cast<int32_t>(field::kMaxTokens.default_value);
   SamplingParams sampling;                 // num_top_logprobs set from "logprobs"
   bool want_logprobs = false;              // "logprobs" present (0 means the chosen token only)
   std::vector<std::string> stop;
@@ -66,10 +65,8 @@ struct CompletionRequest {
 
 // The served model's chat template, for /v1/chat/completions and /apply-template.
 struct ChatSettings {
-  std::shared_ptr<const ChatTemplate> chat_template;  // null: the model has none
-  std::string missing_message;             // why there is none (sent with the 400)
-  std::string bos_token, eos_token;        // the strings the template sees
-  std::vector<int32_t> stop_token_ids;     // eos and the vocabulary's end-of-turn tokens
+  LoadedChatTemplate loaded;    // loaded.chat_template null: the model has none
+  std::string missing_message;  // why there is none (sent with the 400)
 };
 
 // Parses and validates a /v1/completions body. On error returns the ApiError

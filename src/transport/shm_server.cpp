@@ -78,7 +78,6 @@ class ShmServer::Impl {
   uint32_t num_clients_ = 0;
   WireLimits limits_;
   StatusOr<LoadedChatTemplate> chat_;    // the model's template, or why there is none
-  std::vector<int32_t> end_of_turn_ids_;
   Counters counters_;
   std::atomic<int32_t> overflow_pending_{0};
   std::atomic<bool> stop_{false};
@@ -185,7 +184,6 @@ ShmServer::Impl::Impl(Engine& engine, std::unique_ptr<ShmSegment> segment, const
     : engine_(engine), segment_(std::move(segment)), layout_(segment_->layout()),
       chat_(load_chat_template(engine.model_info().path, config.tokenizer_path,
                                engine.model_info().gguf_chat_template, config.chat_template, &engine.tokenizer())),
-      end_of_turn_ids_(end_of_turn_token_ids(engine.tokenizer())),
       scratch_(std::make_unique<zl_shm_request>()) {
   num_clients_ = layout_.num_clients();
   clients_ = std::make_unique<ClientState[]>(num_clients_);
@@ -429,14 +427,9 @@ Status ShmServer::Impl::render_chat(WireRequest& wire) {
   if (!chat_.ok()) return chat_.status().with_prefix("chat: this model has no usable chat template");
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   for (const ChatMessage& m : wire.chat) messages.push_back({{"role", m.role}, {"content", m.content}});
-  ChatTemplateOptions options;
-  options.add_generation_prompt = true;
-  options.bos_token = chat_->bos_token;
-  options.eos_token = chat_->eos_token;
-  ZL_ASSIGN_OR_RETURN(std::string text, apply_chat_template(*chat_->chat_template, messages, options));
-  wire.request.prompt_ids = encode_chat_prompt(engine_.tokenizer(), text, chat_->bos_token);
-  if (!wire.request.ignore_eos)
-    wire.request.stop_token_ids.insert(wire.request.stop_token_ids.end(), end_of_turn_ids_.begin(), end_of_turn_ids_.end());
+  ZL_ASSIGN_OR_RETURN(ChatPrompt prompt, render_chat_prompt(*chat_, engine_.tokenizer(), messages, {}));
+  wire.request.prompt_ids = std::move(prompt.ids);
+  add_end_of_turn_stops(*chat_, wire.request.ignore_eos, wire.request.stop_token_ids);
   return ok_status();
 }
 

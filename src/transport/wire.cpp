@@ -167,9 +167,7 @@ Status decode_submit(const zl_shm_request& r, const WireLimits& limits, std::str
   ZL_RETURN_IF_ERROR(check_bool("has_signature", r.has_signature));
   ZL_RETURN_IF_ERROR(check_bool("sampling.has_seed", r.sampling.has_seed));
   if (r.sampling.reserved != 0) return invalid_argument("sampling.reserved must be 0");
-  if (r.max_new_tokens < 1) return invalid_argument("max_new_tokens must be >= 1, got ", r.max_new_tokens);
-  if (limits.max_seq_len > 0 && r.max_new_tokens > limits.max_seq_len)
-    return invalid_argument("max_new_tokens ", r.max_new_tokens, " exceeds max_seq_len ", limits.max_seq_len);
+  ZL_RETURN_IF_ERROR(check_field(field::kMaxTokens, r.max_new_tokens, limits.max_seq_len, FieldName::kRecord));
   ZL_RETURN_IF_ERROR(check_field(field::kMinTokenProb, r.min_token_prob));
   if (r.submit_ns != 0) {
     const uint64_t now = shm::now_ns();

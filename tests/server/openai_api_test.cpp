@@ -119,22 +119,25 @@ TEST_F(OpenAiApiTest, BadFieldsAreNamed) {
   EXPECT_EQ(param_of(R"({"prompt":"x","model":5})"), "model");
 }
 
-// Every field of zerolayer/request_fields.h's table is read by HTTP with the
-// table's range: each end accepted unless open, a step beyond refused
+// Every field of zerolayer/request_fields.h's table that /v1/completions
+// carries is read with the table's range (at most the context where the
+// table says so): each end accepted unless open, a step beyond refused
 // naming the field, a fraction refused where only integers go; and the
 // engine's own check (check_field, validate_sampling) agrees on each value.
 TEST_F(OpenAiApiTest, EveryTableFieldHasTheTablesRange) {
   for (const RequestField* f : field::kAll) {
+    if (!(f->carriers & kCompletions)) continue;
+    const double hi = f->within_context ? std::min(f->hi, double(limits_.max_seq_len)) : f->hi;
     const double step = f->integer ? 1.0 : 0.01;
     std::vector<std::pair<double, bool>> cases = {
-        {f->lo, !f->lo_open}, {f->hi, true}, {f->lo - step, false}, {f->hi + step, false}};
+        {f->lo, !f->lo_open}, {hi, true}, {f->lo - step, false}, {hi + step, false}};
     if (f->integer) cases.push_back({f->lo + 0.5, false});
     for (const auto& [value, ok] : cases) {
       json body = {{"prompt", "Hi"}};
       body[f->name] = value;
       if (f->integer && value == std::floor(value)) body[f->name] = static_cast<int64_t>(value);
       EXPECT_EQ(param_of(body.dump()), ok ? "<ok>" : f->name) << body.dump();
-      EXPECT_EQ(check_field(*f, value).ok(), ok) << f->name << " " << value;
+      EXPECT_EQ(check_field(*f, value, limits_.max_seq_len).ok(), ok) << f->name << " " << value;
     }
   }
   SamplingParams defaults;
@@ -142,6 +145,24 @@ TEST_F(OpenAiApiTest, EveryTableFieldHasTheTablesRange) {
   EXPECT_FLOAT_EQ(defaults.temperature, field::kTemperature.default_value);
   EXPECT_FLOAT_EQ(defaults.top_p, field::kTopP.default_value);
   EXPECT_FLOAT_EQ(defaults.repetition_penalty, field::kRepetitionPenalty.default_value);
+  CompletionRequest request;
+  EXPECT_EQ(request.max_tokens, field::kMaxTokens.default_value);
+  EXPECT_EQ(request.n, field::kN.default_value);
+}
+
+// A field is named as its carrier names it, and the context bounds only the
+// fields the table says it does.
+TEST(RequestFieldsTest, NamesAndContextBound) {
+  EXPECT_EQ(check_field(field::kMaxTokens, 65, 64).message(),
+            "max_tokens must be an integer in [1, 64] (the context), got 65");
+  EXPECT_EQ(check_field(field::kMaxTokens, 0, 0, FieldName::kRecord).message(),
+            "max_new_tokens must be an integer in [1, 2147483647], got 0");
+  EXPECT_TRUE(check_field(field::kMaxTokens, 65, 0).ok());
+  EXPECT_TRUE(check_field(field::kPriority, 1000, 64).ok());
+  EXPECT_EQ(check_field(field::kTopLogprobs, 21, 0, FieldName::kRecord).message(),
+            "num_top_logprobs must be an integer in [0, 20], got 21");
+  EXPECT_EQ(check_field(field::kTemperature, 101, 0, FieldName::kRecord).message(),
+            "temperature must be in [0, 100], got 101");
 }
 
 TEST_F(OpenAiApiTest, TooManyStopStrings) {
@@ -241,8 +262,9 @@ TEST_F(OpenAiApiTest, TokenizeAndDetokenize) {
 class ChatApiTest : public OpenAiApiTest {
  protected:
   ChatApiTest() {
-    chat_.chat_template = std::make_shared<const ChatTemplate>(*ChatTemplate::parse(chatml_template_source(), "chatml"));
-    chat_.stop_token_ids = {257};
+    chat_.loaded.chat_template =
+        std::make_shared<const ChatTemplate>(*ChatTemplate::parse(chatml_template_source(), "chatml"));
+    chat_.loaded.end_of_turn_ids = {257};
     limits_.max_seq_len = 512;  // the byte tokenizer spends a token per byte
   }
   std::optional<ApiError> parse_chat(const std::string& body) {
@@ -271,7 +293,7 @@ TEST_F(ChatApiTest, RendersAndTokenizesTheConversation) {
   EXPECT_TRUE(request_.chat);
   EXPECT_EQ(request_.max_tokens, 5);
   ASSERT_EQ(request_.prompts.size(), 1u);
-  EXPECT_EQ(request_.prompts[0], encode_chat_prompt(*tokenizer_, rendered_, ""));
+  EXPECT_EQ(request_.prompts[0], tokenizer_->encode(rendered_, /*add_special=*/true, /*parse_special=*/true));
   EXPECT_EQ(request_.stop_token_ids, std::vector<int32_t>{257});
   EXPECT_EQ(make_engine_request(request_, 0, 0).stop_token_ids, std::vector<int32_t>{257});
 }
@@ -309,11 +331,25 @@ TEST_F(ChatApiTest, BadMessagesNameTheField) {
   EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":"x"}],"temperature":-1})", "temperature"), "<ok>");
 }
 
+// A conversation that renders to more text than the context can be read
+// from is refused before it is tokenized, as a long prompt is.
+TEST_F(ChatApiTest, RenderedTextOverTheByteLimit) {
+  limits_.max_prompt_bytes = 100;
+  json body = {{"messages", {{{"role", "user"}, {"content", std::string(90, 'a')}}}}};
+  auto e = parse_chat(body.dump());
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "messages");
+  EXPECT_EQ(e->code, "context_length_exceeded");
+  EXPECT_NE(e->message.find("more than the 100 bytes"), std::string::npos) << e->message;
+  body["messages"][0]["content"] = std::string(40, 'a');  // 90 bytes with ChatML's markup
+  EXPECT_FALSE(parse_chat(body.dump()));
+}
+
 TEST_F(ChatApiTest, TemplateErrorsAndMissingTemplate) {
-  chat_.chat_template = std::make_shared<const ChatTemplate>(
+  chat_.loaded.chat_template = std::make_shared<const ChatTemplate>(
       *ChatTemplate::parse("{{ raise_exception('no system role') }}", "t"));
   EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":"x"}]})").find("no system role"), std::string::npos);
-  chat_.chat_template = nullptr;
+  chat_.loaded.chat_template = nullptr;
   chat_.missing_message = "this model has no chat template";
   auto e = parse_chat(R"({"messages":[{"role":"user","content":"x"}]})");
   ASSERT_TRUE(e);

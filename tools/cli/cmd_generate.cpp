@@ -75,9 +75,9 @@ int run_generate(GenerateFlags& f) {
   // Values are checked before the (possibly slow) load.
   if (Status s = validate_sampling(f.sampling, std::numeric_limits<int32_t>::max()); !s.ok()) return report_error(s);
   if (f.max_new_tokens < 1) return report_error(invalid_argument("--max-new-tokens must be at least 1"));
-  std::vector<int32_t> chat_ids;
+  std::vector<int32_t> chat_ids, stop_token_ids;
   if (f.chat || !f.chat_template.empty()) {
-    auto chat = build_chat_prompt(f.model, *prompt_text, f.chat_template);
+    auto chat = build_chat_prompt(f.model, *prompt_text, f.chat_template, f.ignore_eos, stop_token_ids);
     if (!chat.ok()) return report_error(chat.status());
     *prompt_text = chat->text;
     chat_ids = std::move(chat->ids);
@@ -98,6 +98,7 @@ int run_generate(GenerateFlags& f) {
   request.max_new_tokens = f.max_new_tokens;
   request.stop = f.stop;
   request.ignore_eos = f.ignore_eos;
+  request.stop_token_ids = std::move(stop_token_ids);
   request.sink = sink;
   std::fwrite(prompt_text->data(), 1, prompt_text->size(), stdout);
   std::fflush(stdout);
