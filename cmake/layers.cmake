@@ -42,8 +42,8 @@ zl_layer(bundle PUBLIC zl_model zl_tokenizer zl_jinja zl_core)
 zl_layer(engine PUBLIC zl_model zl_tokenizer zl_core PRIVATE zl_bundle zl_kernels PkgConfig::XXHASH)
 # The server and the transport use the engine only through
 # include/zerolayer/engine.h: they link it without its headers (LINK_ONLY).
-zl_layer(server PUBLIC zl_jinja zl_tokenizer zl_core
-         PRIVATE $<LINK_ONLY:zl_engine> zl_bundle Boost::system nlohmann_json::nlohmann_json)
+zl_layer(server PUBLIC zl_bundle zl_jinja zl_tokenizer zl_core
+         PRIVATE $<LINK_ONLY:zl_engine> Boost::system nlohmann_json::nlohmann_json)
 zl_layer(transport PUBLIC zl_core PRIVATE $<LINK_ONLY:zl_engine> zl_bundle zl_tokenizer)
 # zerolayer_client_static is defined later (clients/c); CMake resolves names at generate time.
 zl_layer(loadgen PUBLIC zl_core zerolayer_client_static nlohmann_json::nlohmann_json PRIVATE Boost::system)

@@ -6,10 +6,11 @@
 // across). The server listens before the model has loaded: until
 // attach_engine(), /health answers 503 "loading" and the API routes 503.
 //
-// Routes: POST /v1/completions, POST /v1/chat/completions (501 until chat is
-// wired), GET /v1/models, GET /health, GET /metrics, POST /tokenize,
-// POST /detokenize. With an API key, every route but /health wants
-// "Authorization: Bearer <key>". Errors use OpenAI's error shape.
+// Routes: POST /v1/completions, POST /v1/chat/completions (400 when the model
+// has no chat template), POST /apply-template, GET /v1/models, GET /health,
+// GET /metrics, POST /tokenize, POST /detokenize. With an API key, every
+// route but /health wants "Authorization: Bearer <key>". Errors use
+// OpenAI's error shape.
 #pragma once
 
 #include <cstdint>
