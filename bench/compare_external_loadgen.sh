@@ -36,7 +36,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ZL=${ZL:-build/zerolayer}
-PYTHON=${PYTHON:-/work/devenv/loadgen-venv/bin/python}
+PYTHON=${PYTHON:-build/loadgen-venv/bin/python}   # a venv with bench/requirements.txt
 AIPERF=${AIPERF:-$(dirname "$PYTHON")/aiperf}
 TOKENIZER=${TOKENIZER:-$(cd .. && pwd)/shared/tokenizers/llama-2}
 MODEL=${MODEL:-dummy:llama-110m}

@@ -15,12 +15,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ZL=${ZL:-build/zerolayer}
-LCP_DIR=${LCP_DIR:-/tmp/lcp}
+LCP_DIR=${LCP_DIR:-build/lcp}
 LLAMA_SERVER=${LLAMA_SERVER:-$LCP_DIR/build/bin/llama-server}
-PYTHON=${PYTHON:-/work/devenv/loadgen-venv/bin/python}
+PYTHON=${PYTHON:-python3}   # with matplotlib, for the plot
 MODEL=${MODEL:-dummy:llama-110m}
 DTYPE=${DTYPE:-f16}
-GGUF=${GGUF:-/tmp/zl-compare-$(echo "$MODEL" | tr ':' '-').$DTYPE.gguf}
+GGUF=${GGUF:-build/compare/$(echo "$MODEL" | tr ':' '-').$DTYPE.gguf}
 THREADS=${THREADS:-2}
 RATES=${RATES:-0.5,1,2,4,inf}
 NUM_PROMPTS=${NUM_PROMPTS:-32}
@@ -32,48 +32,12 @@ FIRST_ROUND=${FIRST_ROUND:-1}   # >1 adds rounds (e.g. other RATES) beside earli
 PORT=${PORT:-18431}
 OUT_DIR=${OUT_DIR:-bench/results/llama_server}
 VLLM_NOTE=${VLLM_NOTE:-not run}
-mkdir -p "$OUT_DIR"
+mkdir -p "$OUT_DIR" "$(dirname "$GGUF")"
 
 [ -x "$LLAMA_SERVER" ] || LLAMA_TARGETS="llama-server" bench/run_llama_cpp_compare.sh build
 [ -f "$GGUF" ] || "$ZL" convert --model "$MODEL" --dtype "$DTYPE" --out "$GGUF"
 
-server_pid=
-stop_server() {
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=
-  fi
-}
-trap stop_server EXIT
-
-wait_healthy() {
-  for _ in $(seq 1 600); do
-    if curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then return 0; fi
-    kill -0 "$server_pid" 2>/dev/null || { echo "server exited; see its log" >&2; return 1; }
-    sleep 0.2
-  done
-  echo "server never became healthy" >&2
-  return 1
-}
-
-start_engine() {  # engine log: starts it, writes its command line beside the log
-  local cmd
-  case "$1" in
-    zerolayer)
-      cmd=("$ZL" serve --model "$GGUF" --port "$PORT" --threads "$THREADS" --shm-name "" --served-model-name model)
-      ;;
-    llama-server)
-      # Context = slots x (prompt + output + slack): every slot can hold a request.
-      cmd=("$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -tb "$THREADS" -np "$SLOTS"
-           -c $((SLOTS * (INPUT_LEN * 2 + OUTPUT_LEN * 2 + 16))) --alias model)
-      ;;
-  esac
-  printf "%q " "${cmd[@]}" > "${2%.log}.server-cmd"
-  "${cmd[@]}" > "$2" 2>&1 &
-  server_pid=$!
-  wait_healthy
-}
+source bench/serve_lib.sh
 
 for round in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
   for engine in zerolayer llama-server; do
