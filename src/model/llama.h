@@ -33,8 +33,8 @@ struct SeqChunk {
   int32_t token_begin = 0;
   int32_t num_tokens = 0;
   int32_t start_pos = 0;
-  std::span<const int32_t> block_table;
-  std::span<const int32_t> window_table;
+  std::span<const int32_t> block_table = {};
+  std::span<const int32_t> window_table = {};
 };
 
 struct ForwardBatch {

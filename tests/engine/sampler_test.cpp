@@ -127,7 +127,9 @@ TEST(SamplerTest, TopPDrawsFromTheSetAFullSortGives) {
       if (set.size() <= 20) {
         for (const auto& [id, q] : set) {
           const double expected = kDraws * q / mass;
-          if (expected >= 50) EXPECT_NEAR(seen[id], expected, 5 * std::sqrt(expected)) << "token " << id;
+          if (expected >= 50) {
+            EXPECT_NEAR(seen[id], expected, 5 * std::sqrt(expected)) << "token " << id;
+          }
         }
       }
       RecordProperty(testing::PrintToString(spread) + "_" + testing::PrintToString(top_p), static_cast<int>(set.size()));

@@ -1,9 +1,6 @@
 #include "kernels/cpu/argmax.h"
 
-// GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_reduce_max_ps.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
+#include "kernels/cpu/immintrin_quiet.h"
 
 #include <cmath>
 

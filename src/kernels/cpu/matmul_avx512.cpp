@@ -16,10 +16,7 @@
 //
 // Packed f16 (16 rows per vector, one column each): matmul_avx512_f16.cpp.
 // Quantized formats: matmul_avx512_quant.cpp.
-// GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
+#include "kernels/cpu/immintrin_quiet.h"
 
 #include "kernels/cpu/matmul_kernels.h"
 

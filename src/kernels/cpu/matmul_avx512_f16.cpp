@@ -25,10 +25,7 @@
 //     FMAs) timed alone on 1 MiB of weights x 480 tokens x 2048 columns
 //     (Zen 4, one thread, best of 5 on the shared VM), 3 x 8 ran fastest:
 //     105-117 GFLOP/s, about one 16-lane FMA per cycle, vs <= 96 for 2 x 12.
-// GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
+#include "kernels/cpu/immintrin_quiet.h"
 
 #include <algorithm>
 

@@ -26,10 +26,7 @@
 // every token tile (prefill). All give the same v[k] and scales and run the
 // same instructions per output, so a row's result does not depend on the
 // batch, the tile, the thread split or whether the matrix is packed.
-// GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
+#include "kernels/cpu/immintrin_quiet.h"
 
 #include <algorithm>
 #include <cstring>

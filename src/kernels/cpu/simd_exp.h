@@ -2,10 +2,7 @@
 // files compiled for AVX-512 call sites (the functions carry their target).
 #pragma once
 
-// GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_*.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
+#include "kernels/cpu/immintrin_quiet.h"
 
 namespace zl::cpu {
 
