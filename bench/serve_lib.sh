@@ -1,8 +1,9 @@
 # Starting and stopping one engine at a time for the side-by-side benchmarks
 # (bench/compare_llama_server.sh, bench/flat_latency.sh), which source this.
 # They set ZL, GGUF, PORT, THREADS, LLAMA_SERVER, SLOTS, INPUT_LEN and
-# OUTPUT_LEN first; start_engine leaves the server's PID in server_pid, and
-# the EXIT trap stops it.
+# OUTPUT_LEN first (and ZL_SERVE_ARGS, more `zerolayer serve` options, if
+# any); start_engine leaves the server's PID in server_pid, and the EXIT
+# trap stops it.
 
 server_pid=
 stop_server() {
@@ -28,7 +29,9 @@ start_engine() {  # engine log: starts it, writes its command line beside the lo
   local cmd
   case "$1" in
     zerolayer)
-      cmd=("$ZL" serve --model "$GGUF" --port "$PORT" --threads "$THREADS" --shm-name "" --served-model-name model) ;;
+      # shellcheck disable=SC2206  # ZL_SERVE_ARGS holds several options
+      cmd=("$ZL" serve --model "$GGUF" --port "$PORT" --threads "$THREADS" --shm-name "" --served-model-name model
+           ${ZL_SERVE_ARGS:-}) ;;
     llama-server)
       # Context = slots x (prompt + output + slack): every slot can hold a request.
       cmd=("$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -tb "$THREADS" -np "$SLOTS"
