@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cerrno>
 #include <cstdint>
 
 namespace zl {
@@ -29,6 +30,17 @@ HugeBuffer allocate_huge_buffer(size_t bytes) {
   void* p = reinterpret_cast<void*>(aligned);
   advise_huge_pages(p, bytes);
   return HugeBuffer(p, HugeBufferDeleter{bytes});
+}
+
+int populate_huge_buffer(void* p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return 0;
+  if (errno != EINVAL) return errno;
+#endif
+  // The buffer is zero-filled: writing 0 commits a page without changing it.
+  auto* bytes_p = static_cast<volatile char*>(p);
+  for (size_t i = 0; i < bytes; i += 4096) bytes_p[i] = 0;
+  return 0;
 }
 
 void advise_huge_pages(void* p, size_t bytes) {

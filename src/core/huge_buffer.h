@@ -20,6 +20,11 @@ using HugeBuffer = std::unique_ptr<void, HugeBufferDeleter>;
 // Zero-filled, 2 MiB aligned; nullptr if the memory cannot be mapped.
 HugeBuffer allocate_huge_buffer(size_t bytes);
 
+// Backs every page of [p, p + bytes) with memory now (MADV_POPULATE_WRITE,
+// or a write of 0 to each 4 KiB page on kernels before 5.14), so that later
+// first touches neither stall nor fail. Returns 0, or the errno (ENOMEM).
+int populate_huge_buffer(void* p, size_t bytes);
+
 // Asks for 2 MiB pages for the whole pages inside [p, p + bytes) of memory
 // not yet touched (advisory, as above; only aligned 2 MiB stretches can get one).
 void advise_huge_pages(void* p, size_t bytes);

@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -108,6 +109,15 @@ StatusOr<KvLayout> plan_kv_layout(const ModelConfig& mc, const EngineConfig& con
   return kv;
 }
 
+// EngineConfig::kv_populate: commits the pool now, and says what it cost.
+Status populate_kv(KvCache& cache) {
+  const auto start = std::chrono::steady_clock::now();
+  ZL_RETURN_IF_ERROR(cache.populate());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log_info("engine: KV pool memory committed in ", seconds, " s");
+  return ok_status();
+}
+
 }  // namespace
 
 class Engine::Impl {
@@ -181,6 +191,7 @@ Status Engine::Impl::load() {
     ZL_ASSIGN_OR_RETURN(kv, plan_kv_layout(mc, config, budget));
     ZL_ASSIGN_OR_RETURN(cache, KvCache::create(mc, static_cast<int32_t>(kv.num_blocks), config.block_size,
                                                static_cast<int32_t>(kv.num_window_slots)));
+    if (config.kv_populate) ZL_RETURN_IF_ERROR(populate_kv(*cache));
   }
   const int64_t num_blocks = kv.num_blocks;
   std::vector<int32_t> eos = mc.eos_token_ids;

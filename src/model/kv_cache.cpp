@@ -36,6 +36,16 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::create(const ModelConfig& config, in
   return cache;
 }
 
+Status KvCache::populate() {
+  const size_t bytes = static_cast<size_t>(total_floats_) * sizeof(float);
+  for (void* buffer : {k_.get(), v_.get()}) {
+    if (!buffer) continue;
+    if (int err = populate_huge_buffer(buffer, bytes); err != 0)
+      return resource_exhausted("cannot commit the KV pool's ", 2 * bytes, " bytes: ", std::strerror(err));
+  }
+  return ok_status();
+}
+
 std::unique_ptr<KvCache> KvCache::create_external(const ModelConfig& config, int32_t num_blocks, int32_t block_size,
                                                   std::function<void(int32_t, int32_t)> copy_block) {
   std::unique_ptr<KvCache> cache(new KvCache());

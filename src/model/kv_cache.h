@@ -36,6 +36,10 @@ class KvCache {
   static std::unique_ptr<KvCache> create_external(const ModelConfig& config, int32_t num_blocks, int32_t block_size,
                                                   std::function<void(int32_t src, int32_t dst)> copy_block);
 
+  // Commits the pool's memory now instead of at each block's first write
+  // (see populate_huge_buffer): a no-op for an external pool.
+  Status populate();
+
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
   int32_t kv_dim() const { return kv_dim_; }

@@ -43,6 +43,7 @@ struct ServeFlags {
   std::string overlap_scheduling = "on";
   std::string kv_cache_memory = "0.25";
   bool swa_full = false;
+  bool kv_populate = false;
   int block_size = 16;
   double shutdown_timeout_s = 5.0;
 };
@@ -81,6 +82,7 @@ StatusOr<EngineConfig> engine_config(const ServeFlags& f) {
   ZL_ASSIGN_OR_RETURN(config.cache_policy, parse_cache_policy(f.cache_policy));
   config.overlap_scheduling = f.overlap_scheduling == "on";
   config.full_window_kv = f.swa_full;
+  config.kv_populate = f.kv_populate;
   ZL_RETURN_IF_ERROR(parse_memory(f.kv_cache_memory, "--kv-cache-memory", config.kv_cache_bytes, config.kv_cache_fraction));
   return config;
 }
@@ -209,6 +211,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--cache-policy", f->cache_policy, "KV memory policy: contiguous, paged or hybrid")->envname(env("CACHE_POLICY"))->check(CLI::IsMember({"contiguous", "paged", "hybrid"}))->capture_default_str();
   cmd->add_option("--overlap-scheduling", f->overlap_scheduling, "Plan and publish beside the running forward pass (CPU): on or off")->envname(env("OVERLAP_SCHEDULING"))->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   cmd->add_option("--kv-cache-memory", f->kv_cache_memory, "KV pool: bytes (512M, 2G) or a fraction of free memory (0.3)")->envname(env("KV_CACHE_MEMORY"))->capture_default_str();
+  cmd->add_flag("--kv-populate", f->kv_populate, "Commit the KV pool's memory at start (CPU), so that no request waits for the kernel to back its first blocks; costs start-up time")->envname(env("KV_POPULATE"));
   cmd->add_flag("--swa-full", f->swa_full, "Sliding-window layers keep KV for every position, not only their window (more memory; as llama.cpp's --swa-full)")->envname(env("SWA_FULL"));
   cmd->add_option("--block-size", f->block_size, "Tokens per KV block")->envname(env("BLOCK_SIZE"))->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s, "Seconds to let aborted responses go out at shutdown")->envname(env("SHUTDOWN_TIMEOUT"))->capture_default_str();
