@@ -55,7 +55,7 @@ struct EngineConfig {
   // Commit the KV pool's memory at start instead of at each block's first
   // write (CPU): later requests neither wait for the kernel to back fresh
   // pages nor find them missing. Costs start-up time (5.7 GiB on a 2-vCPU
-  // VM: 15.6 s when fresh, 1.4 s when the memory was just used) and
+  // VM: 15.6 s when fresh, 0.8-6.2 s when the memory was just used) and
   // resident memory at once.
   bool kv_populate = false;
   // Overlap scheduling (CPU, every cache policy): while one forward pass

@@ -84,5 +84,4 @@ void add_end_of_turn_stops(const LoadedChatTemplate& chat, bool ignore_eos, std:
   if (!ignore_eos) stop_token_ids.insert(stop_token_ids.end(), chat.end_of_turn_ids.begin(), chat.end_of_turn_ids.end());
 }
 
-
 }  // namespace zl

@@ -89,16 +89,17 @@ const json* find(const json& j, const char* key) {
 
 // A field of zerolayer/request_fields.h's table, checked as the engine
 // will see it (as a float, for a field that is not an integer).
-// `key` is the field's name or, for chat's max_completion_tokens, an alias.
+// `alias`, when given, is the key read instead of the field's name (chat's
+// max_completion_tokens); errors then name the alias and the field.
 template <typename T>
-OptError read_field(const json& j, const RequestField& f, T& out, int64_t context = 0, const char* key = nullptr) {
-  if (!key) key = f.name;
+OptError read_field(const json& j, const RequestField& f, T& out, int64_t context = 0, const char* alias = nullptr) {
+  const char* key = alias ? alias : f.name;
   const json* v = find(j, key);
   if (!v) return std::nullopt;
   if (f.integer ? !v->is_number_integer() : !v->is_number())
     return bad(key, str_cat(key, f.integer ? " must be an integer" : " must be a number"));
   const double x = v->is_number_unsigned() ? static_cast<double>(v->get<uint64_t>()) : v->get<double>();
-  auto named = [&](const Status& s) { return bad(key, key == f.name ? s.message() : str_cat(key, ": ", s.message())); };
+  auto named = [&](const Status& s) { return bad(key, alias ? str_cat(key, ": ", s.message()) : s.message()); };
   if (Status s = check_field(f, x, context); !s.ok()) return named(s);
   out = static_cast<T>(x);
   // A tiny positive value may round to an open bound's 0.
@@ -133,8 +134,8 @@ OptError check_prompt_length(size_t num_tokens, const ApiLimits& limits) {
   return std::nullopt;
 }
 
-// Text longer than this cannot tokenize into the context: refused unread.
-// The most bytes of prompt text read for the context.
+// The most bytes of prompt text read for the context: longer text cannot
+// tokenize into it, and is refused unread.
 int64_t prompt_byte_limit(const ApiLimits& limits) {
   return limits.max_prompt_bytes > 0 ? limits.max_prompt_bytes : int64_t(limits.max_seq_len) * kMaxPromptBytesPerToken;
 }

@@ -5,8 +5,9 @@
 // Pure functions: no sockets, no engine thread, no exceptions escape (all of
 // nlohmann::json's are caught here). Text prompts are tokenized here, on a
 // CPU worker thread (cpu_workers.h), so n > 1 shares one tokenization and the
-// prompt length is known before anything reaches the engine. Output JSON is dumped with invalid UTF-8
-// replaced (U+FFFD), so a single-token decode can never make dump() throw.
+// prompt length is known before anything reaches the engine. Output JSON is
+// dumped with invalid UTF-8 replaced (U+FFFD), so a single-token decode can
+// never make dump() throw.
 #pragma once
 
 #include <cstdint>

@@ -16,8 +16,9 @@ StatusOr<ChatPrompt> build_chat_prompt(const ModelFlags& flags, const std::strin
                                                                     chat_template, source.tokenizer.get()));
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   messages.push_back({{"role", "user"}, {"content", user_text}});
+  ZL_ASSIGN_OR_RETURN(ChatPrompt prompt, render_chat_prompt(loaded, *source.tokenizer, messages, {}));
   add_end_of_turn_stops(loaded, ignore_eos, stop_token_ids);
-  return render_chat_prompt(loaded, *source.tokenizer, messages, {});
+  return prompt;
 }
 
 }  // namespace zl::cli
