@@ -11,7 +11,9 @@
 namespace zl {
 
 // New values go at the end, so existing ones keep their numbers.
-enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kI8, kQ4_K, kQ6_K, kQ5_0, kQ5_1 };
+enum class DType : uint8_t {
+  kF32, kF16, kBF16, kQ8_0, kQ4_0, kI8, kQ4_K, kQ6_K, kQ5_0, kQ5_1, kQ5_K, kQ3_K, kQ2_K, kIQ4_NL, kIQ4_XS
+};
 
 // Conversion of the weight matrices at load. Quantization wins over dtype for
 // matrices; with neither, matrices stay as stored.

@@ -16,14 +16,19 @@ const char* dtype_name(DType dtype) {
     case DType::kQ6_K: return "Q6_K";
     case DType::kQ5_0: return "Q5_0";
     case DType::kQ5_1: return "Q5_1";
+    case DType::kQ5_K: return "Q5_K";
+    case DType::kQ3_K: return "Q3_K";
+    case DType::kQ2_K: return "Q2_K";
+    case DType::kIQ4_NL: return "IQ4_NL";
+    case DType::kIQ4_XS: return "IQ4_XS";
   }
   return "?";
 }
 
 int64_t dtype_block_elems(DType dtype) {
-  if (dtype == DType::kQ4_K || dtype == DType::kQ6_K) return 256;
-  const bool block32 =
-      dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1;
+  if (dtype_has_super_blocks(dtype)) return 256;
+  const bool block32 = dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ5_0 ||
+                       dtype == DType::kQ5_1 || dtype == DType::kIQ4_NL;
   return block32 ? 32 : 1;
 }
 
@@ -39,6 +44,11 @@ int64_t dtype_block_bytes(DType dtype) {
     case DType::kQ6_K: return 128 + 64 + 16 + 2;  // 256 x (4 + 2 bits); int8 scales; f16 d
     case DType::kQ5_0: return 2 + 4 + 16;           // f16 d; 32 high bits; 32 x 4-bit
     case DType::kQ5_1: return 2 + 2 + 4 + 16;       // f16 d, m; 32 high bits; 32 x 4-bit
+    case DType::kQ5_K: return 2 + 2 + 12 + 32 + 128;  // Q4_K's and 256 high bits
+    case DType::kQ3_K: return 32 + 64 + 12 + 2;       // 256 high bits; 256 x 2-bit; 6-bit scales; f16 d
+    case DType::kQ2_K: return 16 + 64 + 2 + 2;        // 4-bit scales and mins; 256 x 2-bit; f16 d, dmin
+    case DType::kIQ4_NL: return 2 + 16;               // f16 d, 32 x 4-bit index
+    case DType::kIQ4_XS: return 2 + 2 + 4 + 128;      // f16 d; 6-bit scales; 256 x 4-bit index
   }
   return 0;
 }
@@ -64,55 +74,151 @@ void q5_codes(DType dtype, const uint8_t* p, uint8_t* codes) {
   }
 }
 
-void kquant_scales(DType dtype, const uint8_t* p, uint8_t* sc, uint8_t* mins, uint16_t* d_bits) {
-  if (dtype == DType::kQ4_K) {
-    // 12 bytes s hold 8 6-bit scales and 8 6-bit mins: for j < 4 the low 6
-    // bits of s[j] (scale) and s[j + 4] (min); for j >= 4 the nibbles of
-    // s[j + 4] (scale low, min low) under the top 2 bits of s[j - 4]
-    // (scale) and s[j] (min).
-    const uint8_t* s = p + 4;
-    for (int j = 0; j < 4; ++j) {
-      sc[j] = s[j] & 63;
-      mins[j] = s[j + 4] & 63;
-      sc[j + 4] = static_cast<uint8_t>((s[j + 8] & 0x0f) | (s[j] >> 6) << 4);
-      mins[j + 4] = static_cast<uint8_t>((s[j + 8] >> 4) | (s[j + 4] >> 6) << 4);
-    }
-    std::memcpy(d_bits, p, 4);
-    return;
+namespace {
+
+// Q4_K / Q5_K: 12 bytes s hold 8 6-bit scales and 8 6-bit mins: for j < 4
+// the low 6 bits of s[j] (scale) and s[j + 4] (min); for j >= 4 the nibbles
+// of s[j + 4] (scale low, min low) under the top 2 bits of s[j - 4] (scale)
+// and s[j] (min).
+void scales_mins_6bit(const uint8_t* s, uint8_t* sc, uint8_t* mins) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = s[j] & 63;
+    mins[j] = s[j + 4] & 63;
+    sc[j + 4] = static_cast<uint8_t>((s[j + 8] & 0x0f) | (s[j] >> 6) << 4);
+    mins[j + 4] = static_cast<uint8_t>((s[j + 8] >> 4) | (s[j + 4] >> 6) << 4);
   }
-  CHECK(dtype == DType::kQ6_K);
-  std::memcpy(sc, p + 192, 16);
-  std::memcpy(d_bits, p + 208, 2);
 }
 
+}  // namespace
+
+void kquant_scales(DType dtype, const uint8_t* p, uint8_t* sc, uint8_t* mins, uint16_t* d_bits) {
+  switch (dtype) {
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+      scales_mins_6bit(p + 4, sc, mins);
+      std::memcpy(d_bits, p, 4);
+      return;
+    case DType::kQ6_K:
+      std::memcpy(sc, p + 192, 16);
+      std::memcpy(d_bits, p + 208, 2);
+      return;
+    case DType::kQ3_K: {
+      // Scale i: the low nibble of s[i] (i < 8) or the high one of s[i - 8],
+      // under bits 2 (i / 4), + 1 of s[8 + i % 4].
+      const uint8_t* s = p + 96;
+      for (int i = 0; i < 16; ++i) {
+        const int low = i < 8 ? s[i] & 0x0f : s[i - 8] >> 4;
+        sc[i] = static_cast<uint8_t>(low | ((s[8 + i % 4] >> (2 * (i / 4))) & 3) << 4);
+      }
+      std::memcpy(d_bits, p + 108, 2);
+      return;
+    }
+    case DType::kQ2_K:
+      for (int i = 0; i < 16; ++i) {
+        sc[i] = p[i] & 0x0f;
+        mins[i] = p[i] >> 4;
+      }
+      std::memcpy(d_bits, p + 80, 4);
+      return;
+    case DType::kIQ4_XS: {
+      // Scale j: the nibble j % 2 of byte 4 + j / 2 under bits 2j, 2j + 1 of the u16 at 2.
+      const uint16_t high = static_cast<uint16_t>(p[2] | p[3] << 8);
+      for (int j = 0; j < 8; ++j)
+        sc[j] = static_cast<uint8_t>(((p[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | ((high >> (2 * j)) & 3) << 4);
+      std::memcpy(d_bits, p, 2);
+      return;
+    }
+    default: CHECK(false) << dtype_name(dtype) << " has no super-blocks";
+  }
+}
+
+namespace {
+
+// Codes of block j of a 256-value super-block p (kquant_block's table).
+void super_block_codes(DType dtype, const uint8_t* p, int j, int8_t* codes) {
+  switch (dtype) {
+    case DType::kQ4_K:
+    case DType::kQ5_K: {
+      // Blocks 2c and 2c + 1 are the low and high nibbles of qs bytes 32c..32c + 31.
+      const bool q5 = dtype == DType::kQ5_K;
+      const uint8_t* qs = p + (q5 ? 48 : 16) + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      for (int l = 0; l < 32; ++l) {
+        const int high = q5 ? ((p[16 + l] >> j) & 1) << 4 : 0;
+        codes[l] = static_cast<int8_t>(((qs[l] >> shift) & 0x0f) | high);
+      }
+      return;
+    }
+    case DType::kQ6_K: {
+      // Element e = 128 h + 32 g + l (l < 32) of the super-block: low nibble of
+      // ql[64 h + l + 32 (g % 2)] (high nibble when g >= 2), high 2 bits
+      // at bit 2 g of qh[32 h + l].
+      const int h = j / 4, g = j % 4;
+      const uint8_t* ql = p + 64 * h + 32 * (g % 2);
+      const uint8_t* qh = p + 128 + 32 * h;
+      for (int l = 0; l < 32; ++l) {
+        const int low = g < 2 ? ql[l] & 0x0f : ql[l] >> 4;
+        codes[l] = static_cast<int8_t>((low | ((qh[l] >> (2 * g)) & 3) << 4) - 32);
+      }
+      return;
+    }
+    case DType::kQ3_K:
+    case DType::kQ2_K: {
+      // Element 128 h + 32 g + l: bits 2g, 2g + 1 of qs[32 h + l]; Q3_K less
+      // 4 unless bit j = 4h + g of hmask[l] is set.
+      const bool q3 = dtype == DType::kQ3_K;
+      const uint8_t* qs = p + (q3 ? 32 : 16) + 32 * (j / 4);
+      const int shift = 2 * (j % 4);
+      for (int l = 0; l < 32; ++l) {
+        const int low = (qs[l] >> shift) & 3;
+        codes[l] = static_cast<int8_t>(q3 && ((p[l] >> j) & 1) == 0 ? low - 4 : low);
+      }
+      return;
+    }
+    case DType::kIQ4_XS: {
+      // Block j: 16 bytes at 8 + 16 j, elements l < 16 the low nibbles, l + 16 the high ones.
+      const uint8_t* qs = p + 8 + 16 * j;
+      for (int l = 0; l < 16; ++l) {
+        codes[l] = kIq4Values[qs[l] & 0x0f];
+        codes[l + 16] = kIq4Values[qs[l] >> 4];
+      }
+      return;
+    }
+    default: CHECK(false) << dtype_name(dtype) << " has no super-blocks";
+  }
+}
+
+}  // namespace
+
 void kquant_block(DType dtype, const uint8_t* p, int j, int8_t* codes, float* scale, float* offset) {
-  uint8_t sc[16], mins[8];
+  uint8_t sc[16], mins[16];
   uint16_t d_bits[2];
   kquant_scales(dtype, p, sc, mins, d_bits);
-  if (dtype == DType::kQ4_K) {
-    // Blocks 2c and 2c + 1 are the low and high nibbles of qs bytes 32c..32c + 31.
-    const uint8_t* qs = p + 16 + 32 * (j / 2);
-    const int shift = 4 * (j % 2);
-    for (int i = 0; i < 32; ++i) codes[i] = static_cast<int8_t>((qs[i] >> shift) & 0x0f);
-    scale[0] = scale[1] = f16_to_f32(d_bits[0]) * static_cast<float>(sc[j]);
-    *offset = f16_to_f32(d_bits[1]) * static_cast<float>(mins[j]);
-    return;
-  }
-  CHECK(dtype == DType::kQ6_K);
-  // Element e = 128 h + 32 g + l (l < 32) of the super-block: low nibble of
-  // ql[64 h + l + 32 (g % 2)] (high nibble when g >= 2), high 2 bits
-  // at bit 2 g of qh[32 h + l]; its scale is sc[e / 16].
-  const int h = j / 4, g = j % 4;
-  const uint8_t* ql = p + 64 * h + 32 * (g % 2);
-  const uint8_t* qh = p + 128 + 32 * h;
-  for (int l = 0; l < 32; ++l) {
-    const int low = g < 2 ? ql[l] & 0x0f : ql[l] >> 4;
-    codes[l] = static_cast<int8_t>((low | ((qh[l] >> (2 * g)) & 3) << 4) - 32);
-  }
+  super_block_codes(dtype, p, j, codes);
   const float d = f16_to_f32(d_bits[0]);
-  scale[0] = d * static_cast<float>(static_cast<int8_t>(sc[2 * j]));
-  scale[1] = d * static_cast<float>(static_cast<int8_t>(sc[2 * j + 1]));
-  *offset = 0.0f;
+  offset[0] = offset[1] = 0.0f;
+  switch (dtype) {
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+      scale[0] = scale[1] = d * static_cast<float>(sc[j]);
+      offset[0] = offset[1] = f16_to_f32(d_bits[1]) * static_cast<float>(mins[j]);
+      return;
+    case DType::kQ6_K:
+      for (int h = 0; h < 2; ++h) scale[h] = d * static_cast<float>(static_cast<int8_t>(sc[2 * j + h]));
+      return;
+    case DType::kQ3_K:
+      for (int h = 0; h < 2; ++h) scale[h] = d * static_cast<float>(sc[2 * j + h] - 32);
+      return;
+    case DType::kQ2_K:
+      for (int h = 0; h < 2; ++h) {
+        scale[h] = d * static_cast<float>(sc[2 * j + h]);
+        offset[h] = f16_to_f32(d_bits[1]) * static_cast<float>(mins[2 * j + h]);
+      }
+      return;
+    default:  // kIQ4_XS
+      scale[0] = scale[1] = d * static_cast<float>(sc[j] - 32);
+      return;
+  }
 }
 
 void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems) {
@@ -177,15 +283,34 @@ void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems) {
       }
       return;
     }
+    case DType::kIQ4_NL:
+      // Block: f16 d, 16 bytes of indices laid out as Q4_0's nibbles; x = d * kIq4Values[index].
+      CHECK(num_elems % 32 == 0);
+      for (int64_t b = 0; b < num_elems / 32; ++b, p += 18) {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        const float d = f16_to_f32(h);
+        for (int j = 0; j < 16; ++j) {
+          dst[b * 32 + j] = d * static_cast<float>(kIq4Values[p[2 + j] & 0x0f]);
+          dst[b * 32 + j + 16] = d * static_cast<float>(kIq4Values[p[2 + j] >> 4]);
+        }
+      }
+      return;
     case DType::kQ4_K:
-    case DType::kQ6_K: {
+    case DType::kQ6_K:
+    case DType::kQ5_K:
+    case DType::kQ3_K:
+    case DType::kQ2_K:
+    case DType::kIQ4_XS: {
+      // As ggml's dequantize_row_*: one rounded product (and difference) per value.
       CHECK(num_elems % 256 == 0);
       const int64_t block_bytes = dtype_block_bytes(dtype);
       int8_t codes[32];
-      float scale[2], offset;
+      float scale[2], offset[2];
       for (int64_t b = 0; b < num_elems / 32; ++b) {
-        kquant_block(dtype, p + b / 8 * block_bytes, static_cast<int>(b % 8), codes, scale, &offset);
-        for (int i = 0; i < 32; ++i) dst[b * 32 + i] = scale[i / 16] * static_cast<float>(codes[i]) - offset;
+        kquant_block(dtype, p + b / 8 * block_bytes, static_cast<int>(b % 8), codes, scale, offset);
+        for (int i = 0; i < 32; ++i)
+          dst[b * 32 + i] = scale[i / 16] * static_cast<float>(codes[i]) - offset[i / 16];
       }
       return;
     }

@@ -1,9 +1,10 @@
 // Element types of tensors in model files and of weights in memory, and
-// scalar conversions to f32. Block-quantized types (Q8_0, Q4_0, Q5_0, Q5_1:
-// 32 elements; the k-quants Q4_K, Q6_K: super-blocks of 256) have a block of
-// elements per unit; use dtype_bytes for byte sizes, which checks
-// divisibility and overflow. I8 is int8 with one f32 scale per row (made at
-// load, never read from a file); its bytes here exclude the scales.
+// scalar conversions to f32. Block-quantized types have a block of elements
+// per unit: 32 for Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL; super-blocks of 256 for
+// the k-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and IQ4_XS. Use dtype_bytes for
+// byte sizes, which checks divisibility and overflow. I8 is int8 with one f32
+// scale per row (made at load, never read from a file); its bytes here
+// exclude the scales.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 namespace zl {
 
 const char* dtype_name(DType dtype);
-// Elements per block (1 for plain types, 32 for Q8_0/Q4_0/Q5_0/Q5_1, 256 for Q4_K/Q6_K).
+// Elements per block (1 for plain types, 32 or 256 for the block formats above).
 int64_t dtype_block_elems(DType dtype);
 // Bytes per block.
 int64_t dtype_block_bytes(DType dtype);
@@ -107,17 +108,42 @@ void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems);
 // Q5_0: x = d * (code - 16); Q5_1: x = d * code + m.
 void q5_codes(DType dtype, const uint8_t* p, uint8_t* codes);
 
-// One block of 32 elements (j = 0..7) of a Q4_K or Q6_K super-block p, as
-// codes and scales: element i = scale[i / 16] * codes[i] - offset.
+// IQ4_NL and IQ4_XS map each 4-bit index to one of these 16 int8 values
+// (ggml's kvalues_iq4nl), a non-uniform grid denser near zero.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+// Formats of 256-value super-blocks (k-quants and IQ4_XS).
+constexpr bool dtype_has_super_blocks(DType d) {
+  return d == DType::kQ4_K || d == DType::kQ6_K || d == DType::kQ5_K || d == DType::kQ3_K || d == DType::kQ2_K ||
+         d == DType::kIQ4_XS;
+}
+
+// One block of 32 elements (j = 0..7) of super-block p, as codes and
+// per-half scales and offsets: element i = scale[i / 16] * codes[i] -
+// offset[i / 16]. As ggml lays them out:
 //   Q4_K (144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins,
-//   128 bytes of nibbles): codes 0..15, both scales d * sc_j, offset dmin * m_j.
+//   128 bytes of nibbles): codes 0..15, both scales d * sc_j, both offsets
+//   dmin * m_j.
+//   Q5_K (176 bytes: Q4_K's 16 bytes, 32 bytes qh, 128 of nibbles): Q4_K's
+//   code under bit j of qh[l] as bit 4, codes 0..31.
 //   Q6_K (210 bytes: 128 bytes of low nibbles, 64 of high bit pairs, 16 int8
 //   scales, f16 d): codes -32..31, scale[h] = d * sc[2j + h], offset 0.
-// The products of f16 and 6- or 8-bit integers are exact in f32.
+//   Q3_K (110 bytes: 32 bytes hmask, 64 of bit pairs, 12 of 6-bit scales,
+//   f16 d): codes -4..3, scale[h] = d * (sc[2j + h] - 32), offset 0.
+//   Q2_K (84 bytes: 16 bytes of 4-bit scale and min pairs, 64 of bit pairs,
+//   f16 d, f16 dmin): codes 0..3, scale[h] = d * (s & 15), offset[h] =
+//   dmin * (s >> 4) for s the byte of half 2j + h.
+//   IQ4_XS (136 bytes: f16 d, u16 high scale bits, 4 bytes of low ones, 128
+//   of nibbles): codes kIq4Values[nibble], both scales d * (ls_j - 32).
+// The products of f16 and integers of up to 8 bits are exact in f32.
 void kquant_block(DType dtype, const uint8_t* p, int j, int8_t* codes, float* scale, float* offset);
 // The integer scales and f16 scale bits of super-block p:
-//   Q4_K: sc[0..7] and mins[0..7] (6 bits each), d_bits = {d, dmin};
-//   Q6_K: sc[0..15] (the int8 scales' bytes), d_bits[0] = d; mins unused.
+//   Q4_K, Q5_K: sc[0..7] and mins[0..7] (6 bits each), d_bits = {d, dmin};
+//   Q6_K: sc[0..15] (the int8 scales' bytes), d_bits[0] = d; mins unused;
+//   Q3_K: sc[0..15] (6 bits each, 32 above the signed scale), d_bits[0] = d;
+//   Q2_K: sc[0..15] and mins[0..15] (4 bits each), d_bits = {d, dmin};
+//   IQ4_XS: sc[0..7] (6 bits each, 32 above the signed scale), d_bits[0] = d.
 void kquant_scales(DType dtype, const uint8_t* p, uint8_t* sc, uint8_t* mins, uint16_t* d_bits);
 
 }  // namespace zl

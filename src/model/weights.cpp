@@ -97,6 +97,12 @@ void convert_rows(const WeightMatrix& src, WeightMatrix& dst, uint8_t* out, floa
       case DType::kQ4_K: cpu::quantize_row_q4_k(row.data(), o, src.cols); break;
       case DType::kQ6_K: cpu::quantize_row_q6_k(row.data(), o, src.cols); break;
       case DType::kI8: scales[r] = cpu::quantize_row_i8(row.data(), reinterpret_cast<int8_t*>(o), src.cols); break;
+      case DType::kQ5_K:
+      case DType::kQ3_K:
+      case DType::kQ2_K:
+      case DType::kIQ4_NL:
+      case DType::kIQ4_XS:  // read from GGUF files only: target_dtype never picks them
+        CHECK(false) << "no quantizer for " << dtype_name(dst.dtype);
     }
   }
 }

@@ -38,6 +38,42 @@ struct Quantized {
   }
 };
 
+// Byte offsets of the f16 scales in a block of the formats read from GGUF
+// only (no quantizer here): {d, dmin} (-1: none).
+struct ScaleFields {
+  int d, dmin;
+};
+ScaleFields scale_fields(DType dtype) {
+  switch (dtype) {
+    case DType::kQ5_K: return {0, 2};
+    case DType::kQ3_K: return {108, -1};
+    case DType::kQ2_K: return {80, 82};
+    default: return {0, -1};  // IQ4_NL, IQ4_XS
+  }
+}
+
+// Random blocks (every code, scale and min pattern occurs) for those
+// formats, with f16 scales that put the values at about |1|: d such that the
+// largest code times the largest integer scale is ~1, dmin a quarter of that.
+void random_blocks(DType dtype, uint32_t seed, uint8_t* dst, int64_t cols) {
+  std::mt19937 rng(seed);
+  const int64_t block_bytes = dtype_block_bytes(dtype), blocks = cols / dtype_block_elems(dtype);
+  const float unit = dtype == DType::kQ5_K   ? 1.0f / (63 * 31)
+                     : dtype == DType::kQ3_K ? 1.0f / (32 * 4)
+                     : dtype == DType::kQ2_K ? 1.0f / (15 * 3)
+                     : dtype == DType::kIQ4_XS ? 1.0f / (32 * 127)
+                                               : 1.0f / 127;
+  std::uniform_real_distribution<float> around(0.5f, 1.5f);
+  const ScaleFields fields = scale_fields(dtype);
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint8_t* p = dst + b * block_bytes;
+    for (int64_t i = 0; i < block_bytes; ++i) p[i] = static_cast<uint8_t>(rng());
+    const uint16_t d = f32_to_f16(unit * around(rng)), dmin = f32_to_f16(0.25f * unit * around(rng));
+    std::memcpy(p + fields.d, &d, 2);
+    if (fields.dmin >= 0) std::memcpy(p + fields.dmin, &dmin, 2);
+  }
+}
+
 Quantized make_matrix(DType dtype, const std::vector<float>& f, int64_t rows, int64_t cols) {
   Quantized q;
   q.w.dtype = dtype;
@@ -65,6 +101,11 @@ Quantized make_matrix(DType dtype, const std::vector<float>& f, int64_t rows, in
       case DType::kI8:
         q.scales.push_back(quantize_row_i8(src, reinterpret_cast<int8_t*>(dst), cols));
         break;
+      case DType::kQ5_K:
+      case DType::kQ3_K:
+      case DType::kQ2_K:
+      case DType::kIQ4_NL:
+      case DType::kIQ4_XS: random_blocks(dtype, static_cast<uint32_t>(r * 7919 + rows), dst, cols); break;
     }
   }
   q.w.data = q.data.data();
@@ -97,7 +138,7 @@ TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
                                {17, 21, 352}, {64, 40, 128}, {2, 300, 512}};
   // k-quants: whole super-blocks of 256 (a single 256-wide output is too few
   // for the 2e-2 bound against the exact product below, a ratio of random values).
-  if (dtype_is_kquant(dtype))
+  if (dtype_has_super_blocks(dtype))
     shapes = {{1, 4, 256}, {1, 7, 512}, {3, 13, 768}, {5, 33, 256}, {8, 64, 512}, {17, 21, 1280}, {64, 40, 256},
               {2, 300, 512}};
   // Float formats also: odd widths, rows that end in partial 16-row groups
@@ -173,7 +214,7 @@ TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
   const DType dtype = GetParam();
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  const int64_t tokens = 20, rows = 70, cols = dtype_is_kquant(dtype) ? 512 : 352;
+  const int64_t tokens = 20, rows = 70, cols = dtype_has_super_blocks(dtype) ? 512 : 352;
   std::vector<float> wf(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(tokens * cols));
   for (float& v : wf) v = u(rng);
   for (float& v : x) v = u(rng);
@@ -202,7 +243,9 @@ TEST_P(MatmulTest, Avx2HasAKernel) { EXPECT_NE(tile_kernel_avx2(GetParam()), nul
 
 INSTANTIATE_TEST_SUITE_P(Formats, MatmulTest,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                                           DType::kI8, DType::kQ4_K, DType::kQ6_K, DType::kQ5_0, DType::kQ5_1),
+                                           DType::kI8, DType::kQ4_K, DType::kQ6_K, DType::kQ5_0, DType::kQ5_1,
+                                           DType::kQ5_K, DType::kQ3_K, DType::kQ2_K, DType::kIQ4_NL,
+                                           DType::kIQ4_XS),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(MatmulTest, SharedInputTargets) {

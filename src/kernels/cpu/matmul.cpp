@@ -77,7 +77,7 @@ Isa active_isa() {
 TileKernel tile_kernel(Isa isa, DType dtype) {
   TileKernel k = nullptr;
   if (isa == Isa::kAvx512) k = tile_kernel_avx512(dtype);
-  // Formats without AVX-512 kernels (Q5_0, Q5_1) run the AVX2 ones on the
+  // Formats without AVX-512 kernels (dtype_is_stored_only) run the AVX2 ones on the
   // stored blocks: every AVX-512 CPU has AVX2, and those kernels never read
   // a packed copy (none is made for them: packed_bytes is 0).
   if (k == nullptr && isa != Isa::kScalar && isa_supported(Isa::kAvx2)) k = tile_kernel_avx2(dtype);
@@ -90,7 +90,7 @@ namespace {
 struct ActScratch {
   std::vector<int8_t> q;
   std::vector<float> d, ds;
-  std::vector<int32_t> sum16;  // Q6_K only
+  std::vector<int32_t> sum16;  // Q6_K, Q2_K only
 };
 
 // Rows per cache block: the weight rows one token sweep re-reads, ~1 MiB, as
@@ -113,12 +113,12 @@ void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<cons
   in.num_tokens = num_tokens;
   in.cols = cols;
   int64_t total_rows = 0;
-  bool any_quantized = false, any_packed_bf16 = false, any_q6_k = false;
+  bool any_quantized = false, any_packed_bf16 = false, any_half_sums = false;
   for (const MatmulTarget& t : targets) {
     CHECK(t.w->cols == cols) << "matmul targets must share the input width";
     total_rows += t.w->rows;
     any_quantized |= dtype_is_quantized(t.w->dtype);
-    any_q6_k |= t.w->dtype == DType::kQ6_K;
+    any_half_sums |= dtype_needs_half_sums(t.w->dtype);
     any_packed_bf16 |= t.w->dtype == DType::kBF16 && t.w->packed != nullptr;
   }
   if (any_quantized) {
@@ -134,7 +134,7 @@ void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<cons
     in.xq = scratch.q.data();
     in.xd = scratch.d.data();
     in.xds = scratch.ds.data();
-    if (any_q6_k) {
+    if (any_half_sums) {
       if (scratch.sum16.size() < n / 16) scratch.sum16.resize(n / 16);
       half_block_sums(scratch.q.data(), num_tokens, cols, scratch.sum16.data());
       in.xsum16 = scratch.sum16.data();

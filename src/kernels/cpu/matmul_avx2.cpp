@@ -6,8 +6,9 @@
 // Q8_0 and I8 use |w| and x with w's sign (at most 128 * 127 * 2 per pair).
 // Q5_0 / Q5_1 feed their 5-bit codes 0..31 the same way as Q4_0 (at most
 // 31 * 127 * 2 per pair): Q5_0 takes 16 * sum(x) back, Q5_1 adds m * sum(x).
-// The k-quants Q4_K / Q6_K are read as stored (256-value super-blocks; see
-// micro_kquant).
+// IQ4_NL looks its codes up in the grid (vpshufb) and multiplies as Q8_0
+// (|w| at most 127). The super-block formats (k-quants, IQ4_XS) are read as
+// stored (see micro_kquant).
 #include <immintrin.h>
 
 #include <cstring>
@@ -69,15 +70,29 @@ ZL_AVX2 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t r
   }
 }
 
-// Bytes per block of 32 (Q8_0, Q4_0, I8 rows of 32) or super-block of 256 (Q4_K, Q6_K).
+// Bytes per block of 32 or super-block of 256 (I8: rows of 32).
 template <DType D>
-constexpr int64_t kBlockBytes = D == DType::kQ8_0   ? 34
-                                : D == DType::kQ4_0 ? 18
-                                : D == DType::kQ5_0 ? 22
-                                : D == DType::kQ5_1 ? 24
-                                : D == DType::kQ4_K ? 144
-                                : D == DType::kQ6_K ? 210
-                                                    : 32;
+constexpr int64_t kBlockBytes = D == DType::kQ8_0     ? 34
+                                : D == DType::kQ4_0   ? 18
+                                : D == DType::kQ5_0   ? 22
+                                : D == DType::kQ5_1   ? 24
+                                : D == DType::kIQ4_NL ? 18
+                                : D == DType::kQ4_K   ? 144
+                                : D == DType::kQ6_K   ? 210
+                                : D == DType::kQ5_K   ? 176
+                                : D == DType::kQ3_K   ? 110
+                                : D == DType::kQ2_K   ? 84
+                                : D == DType::kIQ4_XS ? 136
+                                                      : 32;
+
+// The 32 codes of 16 bytes of IQ4 indices (element j < 16: the low nibble of
+// byte j, j + 16: its high nibble) as the signed grid values kIq4Values.
+ZL_AVX2 inline __m256i iq4_codes(const uint8_t* qs) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i index = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes), _mm256_set1_epi8(0x0f));
+  const __m128i grid = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values));
+  return _mm256_shuffle_epi8(_mm256_set_m128i(grid, grid), index);
+}
 
 // The 32 codes 0..31 of a Q5_0 / Q5_1 block from its qh and qs bytes (core/
 // dtype.h), element j in byte j: the nibbles as Q4_0's, bit 4 of byte j from
@@ -153,13 +168,18 @@ ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r
         }
       } else {
         __m256 dw = _mm256_set1_ps(1.0f);
-        if constexpr (D == DType::kQ8_0) {
+        if constexpr (D == DType::kQ8_0 || D == DType::kIQ4_NL) {
           uint16_t h;
           std::memcpy(&h, p, 2);
           dw = _mm256_set1_ps(_cvtsh_ss(h));
           p += 2;
         }
-        __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        __m256i wv;
+        if constexpr (D == DType::kIQ4_NL) {
+          wv = iq4_codes(p);
+        } else {
+          wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        }
         __m256i aw = _mm256_abs_epi8(wv);
         for (int t = 0; t < T; ++t) {
           __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[t], wv)), ones);
@@ -175,37 +195,82 @@ ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r
   }
 }
 
-// Block j (0..7) of k-quant super-block p as 32 unsigned bytes: Q4_K the
-// codes 0..15 (block 2c / 2c + 1: low / high nibbles of qs bytes 32c..), Q6_K
-// the codes + 32, 0..63 (low nibble of ql[64 h + 32 (g % 2) + l], the high
-// one when g >= 2, under bits 2g, 2g + 1 of qh[32 h + l], for h = j / 4,
-// g = j % 4; dtype.h).
+// Block j (0..7) of super-block p as 32 bytes (core/dtype.h's kquant_block):
+// unsigned for Q4_K (codes 0..15: block 2c / 2c + 1 the low / high nibbles of
+// qs bytes 32c..), Q5_K (and bit j of qh[l] as bit 4), Q6_K (codes + 32,
+// 0..63: low nibble of ql[64 h + 32 (g % 2) + l], the high one when g >= 2,
+// under bits 2g, 2g + 1 of qh[32 h + l], for h = j / 4, g = j % 4) and Q2_K
+// (0..3: bits 2g, 2g + 1 of qs[32 h + l]); signed for Q3_K (Q2_K's bits, less
+// 4 where bit j of hmask[l] is clear) and IQ4_XS (grid values).
+template <DType D>
+constexpr bool kSignedCodes = D == DType::kQ3_K || D == DType::kIQ4_XS;
+
+ZL_AVX2 inline __m256i load(const uint8_t* a) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)); }
+// Each byte of v shifted right by `shift` (< 8) and masked.
+ZL_AVX2 inline __m256i bits(__m256i v, int shift, __m256i mask) {
+  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)), mask);
+}
+
 template <DType D>
 ZL_AVX2 inline __m256i kquant_codes(const uint8_t* p, int j) {
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
   if constexpr (D == DType::kQ4_K) {
-    __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * (j / 2)));
-    return _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(4 * (j % 2))), low4);
-  } else {
+    return bits(load(p + 16 + 32 * (j / 2)), 4 * (j % 2), low4);
+  } else if constexpr (D == DType::kQ5_K) {
+    const __m256i high = _mm256_slli_epi16(bits(load(p + 16), j, one), 4);
+    return _mm256_or_si256(bits(load(p + 48 + 32 * (j / 2)), 4 * (j % 2), low4), high);
+  } else if constexpr (D == DType::kQ6_K) {
     const int h = j / 4, g = j % 4;
-    __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32 * (g % 2)));
-    __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
-    __m256i lo = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * (g / 2))), low4);
-    __m256i hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), _mm256_set1_epi8(3));
+    const __m256i lo = bits(load(p + 64 * h + 32 * (g % 2)), 4 * (g / 2), low4);
+    const __m256i hi = bits(load(p + 128 + 32 * h), 2 * g, _mm256_set1_epi8(3));
     return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+  } else if constexpr (D == DType::kQ2_K) {
+    return bits(load(p + 16 + 32 * (j / 4)), 2 * (j % 4), _mm256_set1_epi8(3));
+  } else if constexpr (D == DType::kQ3_K) {
+    const __m256i low = bits(load(p + 32 + 32 * (j / 4)), 2 * (j % 4), _mm256_set1_epi8(3));
+    const __m256i high = _mm256_slli_epi16(bits(load(p), j, one), 2);
+    return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(4));
+  } else {
+    static_assert(D == DType::kIQ4_XS);
+    return iq4_codes(p + 8 + 16 * j);
   }
 }
 
-// The 16 half-block scales of super-block p as int16 (Q4_K: each block's
-// 6-bit scale twice; Q6_K: the int8 scales), halves 0..7 in both 128-bit
-// lanes of hs[0] and halves 8..15 in both of hs[1]; *d the f16 scale d.
-// Q4_K's min term, dmin * m_j * xds_j over the 8 blocks, comes off each
-// token's accumulator here (its lanes are only ever summed).
+// Q2_K's min term of super-block s for T tokens: dmin * m_h * d_x * sum16_h
+// over its 16 halves, off each token's accumulator.
+template <int T>
+ZL_AVX2 inline void q2k_mins(const uint8_t* mins, float dmin, const MatmulInput& in, int64_t s, int64_t t0,
+                             __m256* acc) {
+  const int64_t num_blocks = in.cols / 32;
+  const __m256 dm = _mm256_set1_ps(dmin);
+  const __m256 m_lo = _mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                            reinterpret_cast<const __m128i*>(mins)))));
+  const __m256 m_hi = _mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                            reinterpret_cast<const __m128i*>(mins + 8)))));
+  for (int t = 0; t < T; ++t) {
+    const int64_t first = (t0 + t) * num_blocks + 8 * s;  // the super-block's first block
+    const __m256 dx = _mm256_loadu_ps(in.xd + first);   // blocks 0..7; each covers halves 2b, 2b + 1
+    const __m256 dx_lo = _mm256_permutevar8x32_ps(dx, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+    const __m256 dx_hi = _mm256_permutevar8x32_ps(dx, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
+    const int32_t* s16 = in.xsum16 + 2 * first;
+    const __m256 s_lo = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s16)));
+    const __m256 s_hi = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s16 + 8)));
+    acc[t] = _mm256_fnmadd_ps(m_lo, _mm256_mul_ps(dx_lo, s_lo), acc[t]);
+    acc[t] = _mm256_fnmadd_ps(m_hi, _mm256_mul_ps(dx_hi, s_hi), acc[t]);
+  }
+}
+
+// The 16 half-block scales of super-block p as int16 (Q4_K, Q5_K, IQ4_XS:
+// each block's scale twice; Q6_K: the int8 scales; Q3_K, Q2_K: the 16
+// scales), halves 0..7 in both 128-bit lanes of hs[0] and halves 8..15 in
+// both of hs[1]; *d the f16 scale d. The min terms (Q4_K, Q5_K: dmin * m_j *
+// xds_j over the 8 blocks; Q2_K: q2k_mins) come off each token's
+// accumulator here (its lanes are only ever summed).
 template <DType D, int T>
 ZL_AVX2 inline void kquant_super_block(const uint8_t* p, const MatmulInput& in, int64_t s, int64_t t0, __m256* acc,
                                        __m256i* hs, float* d) {
   __m128i half;
-  if constexpr (D == DType::kQ4_K) {
+  if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
     // kquant_scales' unpacking, four bytes at a time in 32-bit words
     // u[i] = bytes 4i..4i + 3 of the 12 (scales 4..7: the nibbles of u[2]
     // under the top 2 bits of u[0]; mins 4..7: of u[2] >> 4 under u[1]'s).
@@ -224,20 +289,32 @@ ZL_AVX2 inline void kquant_super_block(const uint8_t* p, const MatmulInput& in, 
     const int64_t num_blocks = in.cols / 32;
     for (int t = 0; t < T; ++t)
       acc[t] = _mm256_fnmadd_ps(mn, _mm256_loadu_ps(in.xds + (t0 + t) * num_blocks + 8 * s), acc[t]);
-  } else {
+  } else if constexpr (D == DType::kQ6_K) {
     half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192));
     uint16_t h;
     std::memcpy(&h, p + 208, 2);
     *d = _cvtsh_ss(h);
+  } else {
+    // Q3_K, Q2_K, IQ4_XS: their scales unpacked by the reference (once per
+    // 256 values of a row), then 32 taken off the 6-bit ones.
+    alignas(16) uint8_t sc[16], mins[16];
+    uint16_t d_bits[2];
+    kquant_scales(D, p, sc, mins, d_bits);
+    *d = _cvtsh_ss(d_bits[0]);
+    half = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
+    if constexpr (D == DType::kIQ4_XS) half = _mm_unpacklo_epi8(half, half);
+    if constexpr (D != DType::kQ2_K) half = _mm_sub_epi8(half, _mm_set1_epi8(32));
+    if constexpr (D == DType::kQ2_K) q2k_mins<T>(mins, _cvtsh_ss(d_bits[1]), in, s, t0, acc);
   }
   const __m256i words = _mm256_cvtepi8_epi16(half);
   hs[0] = _mm256_permute2x128_si256(words, words, 0x00);
   hs[1] = _mm256_permute2x128_si256(words, words, 0x11);
 }
 
-// k-quant tiles on the stored super-blocks. Per block j of 32 and token, the
+// Super-block tiles on the stored super-blocks. Per block j of 32 and token, the
 // integer dot of codes and activations: vpmaddubsw of the unsigned codes and
-// x into int16 pairs (at most 63 * 127 * 2), for Q6_K less 4 * sum16 in each of
+// x (signed codes: |code| and x with the code's sign) into int16 pairs (at
+// most 127 * 127 * 2, IQ4_XS), for Q6_K less 4 * sum16 in each of
 // a half's 8 pairs (the codes' + 32: 32 * sum16 a half; at most 16002 + 8128
 // in magnitude), then vpmaddwd by each half's integer scale instead of ones
 // (lanes 0-3: the first 16 values, 4-7: the last 16; at most 128 * 2 * 24130
@@ -279,10 +356,12 @@ ZL_AVX2 void micro_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t 
       }
       for (int r = 0; r < R; ++r) {
         const __m256i codes = kquant_codes<D>(wr[r] + s * kBlockBytes<D>, j);
+        const __m256i ucodes = kSignedCodes<D> ? _mm256_abs_epi8(codes) : codes;
         const __m256i scale = _mm256_shuffle_epi8(hs[r][j / 4], pair);
         const __m256 dw = _mm256_set1_ps(d[r]);
         for (int t = 0; t < T; ++t) {
-          __m256i prod = _mm256_maddubs_epi16(codes, xv[t]);
+          const __m256i x = kSignedCodes<D> ? _mm256_sign_epi8(xv[t], codes) : xv[t];
+          __m256i prod = _mm256_maddubs_epi16(ucodes, x);
           if constexpr (D == DType::kQ6_K) prod = _mm256_sub_epi16(prod, sum4[t]);
           __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, scale));
           acc[r][t] = _mm256_fmadd_ps(dot, _mm256_mul_ps(dx[t], dw), acc[r][t]);
@@ -297,9 +376,9 @@ ZL_AVX2 void micro_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t 
 template <DType D, int R, int T>
 ZL_AVX2 inline void micro(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
                           int64_t ldy) {
-  if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8 || dtype_is_q5(D)) {
+  if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8 || D == DType::kIQ4_NL || dtype_is_q5(D)) {
     micro_quant<D, R, T>(w, in, r0, t0, y, ldy);
-  } else if constexpr (dtype_is_kquant(D)) {
+  } else if constexpr (dtype_has_super_blocks(D)) {
     micro_kquant<D, R, T>(w, in, r0, t0, y, ldy);
   } else {
     micro_float<D, R, T>(w, in, r0, t0, y, ldy);
@@ -337,6 +416,11 @@ TileKernel tile_kernel_avx2(DType dtype) {
     case DType::kQ6_K: return tile<DType::kQ6_K>;
     case DType::kQ5_0: return tile<DType::kQ5_0>;
     case DType::kQ5_1: return tile<DType::kQ5_1>;
+    case DType::kQ5_K: return tile<DType::kQ5_K>;
+    case DType::kQ3_K: return tile<DType::kQ3_K>;
+    case DType::kQ2_K: return tile<DType::kQ2_K>;
+    case DType::kIQ4_NL: return tile<DType::kIQ4_NL>;
+    case DType::kIQ4_XS: return tile<DType::kIQ4_XS>;
   }
   return nullptr;
 }

@@ -15,7 +15,7 @@ struct MatmulInput {
   const int8_t* xq = nullptr;  // [num_tokens, cols] int8 (quantized formats)
   const float* xd = nullptr;   // [num_tokens, cols / 32] block scales
   const float* xds = nullptr;  // [num_tokens, cols / 32] scale * sum(q) per block
-  const int32_t* xsum16 = nullptr;  // [num_tokens, cols / 16] sum(q) per half block (Q6_K)
+  const int32_t* xsum16 = nullptr;  // [num_tokens, cols / 16] sum(q) per half block (Q6_K, Q2_K)
   // [num_tokens, ceil(cols / 2)] bf16 pairs (packed bf16 weights on AVX512-BF16)
   const uint32_t* xbf16 = nullptr;
   int64_t num_tokens = 0;
@@ -26,8 +26,8 @@ using TileKernel = void (*)(const WeightMatrix& w, const MatmulInput& in, int64_
                             int64_t row_end, float* y, int64_t ldy);
 
 // The ISA's kernel for dtype; where the ISA's table lacks the format, the
-// next ISA down's (AVX-512 -> AVX2 -> scalar: Q5_0 / Q5_1 on AVX-512 run the
-// AVX2 kernels on the stored blocks).
+// next ISA down's (AVX-512 -> AVX2 -> scalar: dtype_is_stored_only formats on
+// AVX-512 run the AVX2 kernels on the stored blocks).
 TileKernel tile_kernel(Isa isa, DType dtype);
 // Per ISA: nullptr for a format the table lacks (scalar has every format).
 TileKernel tile_kernel_scalar(DType dtype);
@@ -44,7 +44,7 @@ void packed_f16_tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_b
 void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp);
 
 // The codes (as signed values), scale and min of block b (32 columns) of row
-// r of a Q8_0, Q4_0, Q5_0, Q5_1 or I8 matrix, read from its stored bytes: the
+// r of a Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL or I8 matrix, read from its stored bytes: the
 // block's values are scale * code + min (I8: scale 1; min 0 but for Q5_1,
 // codes 0..31, which needs min non-null).
 void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale, float* min = nullptr);
@@ -64,12 +64,21 @@ inline uint16_t group_store_mask(int64_t rg, int64_t row_lo, int64_t row_end) {
   return static_cast<uint16_t>(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
 
+// The k-quants with a packed layout and AVX-512 kernels (other super-block
+// formats: core/dtype.h's dtype_has_super_blocks).
 constexpr bool dtype_is_kquant(DType d) { return d == DType::kQ4_K || d == DType::kQ6_K; }
-// Q5_0 / Q5_1: no packed layout and no AVX-512 kernels (tile_kernel above).
 constexpr bool dtype_is_q5(DType d) { return d == DType::kQ5_0 || d == DType::kQ5_1; }
+// Formats with no packed layout and no AVX-512 kernels (tile_kernel above):
+// the AVX2 kernels read their stored blocks.
+constexpr bool dtype_is_stored_only(DType d) {
+  return dtype_is_q5(d) || d == DType::kIQ4_NL || (dtype_has_super_blocks(d) && !dtype_is_kquant(d));
+}
 // Formats multiplied with int8 activations (MatmulInput::xq).
 constexpr bool dtype_is_quantized(DType d) {
-  return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8 || dtype_is_kquant(d) || dtype_is_q5(d);
+  return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8 || d == DType::kIQ4_NL ||
+         dtype_has_super_blocks(d) || dtype_is_q5(d);
 }
+// Formats whose kernels read MatmulInput::xsum16 (an offset per half block).
+constexpr bool dtype_needs_half_sums(DType d) { return d == DType::kQ6_K || d == DType::kQ2_K; }
 
 }  // namespace zl::cpu

@@ -15,7 +15,7 @@ int64_t packed_bytes(const WeightMatrix& w) {
   if (w.dtype == DType::kBF16) return groups * (w.cols + 1) / 2 * 64;
   if (w.dtype == DType::kF16) return groups * w.cols * 32;
   // Q5_0 / Q5_1 have no packed layout (nor AVX-512 kernels: see tile_kernel).
-  if (!dtype_is_quantized(w.dtype) || dtype_is_q5(w.dtype)) return 0;
+  if (!dtype_is_quantized(w.dtype) || dtype_is_stored_only(w.dtype)) return 0;
   const int64_t blocks = w.cols / 32;
   if (dtype_is_kquant(w.dtype))
     return groups * (blocks * packed_code_bytes(w.dtype) + w.cols / 256 * packed_kscale_bytes(w.dtype));
@@ -63,7 +63,7 @@ void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
 // Lane `lane` of super-block sb's scales (matmul.h): Q4_K d, dmin, then the
 // blocks' scales and mins; Q6_K d, then the half blocks' scales.
 void pack_kscales(const WeightMatrix& w, const uint8_t* superblock, int64_t lane, uint8_t* e) {
-  uint8_t sc[16], mins[8];
+  uint8_t sc[16], mins[16];
   uint16_t d_bits[2];
   kquant_scales(w.dtype, superblock, sc, mins, d_bits);
   std::memcpy(e + 2 * lane, &d_bits[0], 2);
@@ -86,13 +86,13 @@ void pack_kquant(const WeightMatrix& w, uint8_t* dst) {
   uint8_t* scales = dst + groups * blocks * code_bytes;  // [G, S, kscale_bytes]
   std::memset(dst, 0, static_cast<size_t>(packed_bytes(w)));
   int8_t codes[32];
-  float unused_scale[2], unused_min;
+  float unused_scale[2], unused_min[2];
   for (int64_t r = 0; r < w.rows; ++r) {
     const int64_t g = r / kPackRows, lane = r % kPackRows;
     for (int64_t b = 0; b < blocks; ++b) {
       const uint8_t* superblock = w.row(r) + b / 8 * dtype_block_bytes(w.dtype);
       if (b % 8 == 0) pack_kscales(w, superblock, lane, scales + (g * supers + b / 8) * kscale_bytes);
-      kquant_block(w.dtype, superblock, static_cast<int>(b % 8), codes, unused_scale, &unused_min);
+      kquant_block(w.dtype, superblock, static_cast<int>(b % 8), codes, unused_scale, unused_min);
       put_block_codes(w.dtype, codes, dst + (g * blocks + b) * code_bytes + 4 * lane);
     }
   }
@@ -104,7 +104,7 @@ void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
   if (w.dtype == DType::kBF16) return pack_lanes<4, 1>(w, dst);
   if (w.dtype == DType::kF16) return pack_lanes<2, kF16PanelGroups>(w, dst);
   if (dtype_is_kquant(w.dtype)) return pack_kquant(w, dst);
-  CHECK(dtype_is_quantized(w.dtype) && !dtype_is_q5(w.dtype) && w.cols % 32 == 0)
+  CHECK(dtype_is_quantized(w.dtype) && !dtype_is_stored_only(w.dtype) && w.cols % 32 == 0)
       << "no packed layout for " << dtype_name(w.dtype);
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
   const int64_t code_bytes = packed_code_bytes(w.dtype);
