@@ -238,8 +238,13 @@ std::optional<DType> ggml_dtype(uint32_t type) {
     case 6: return DType::kQ5_0;
     case 7: return DType::kQ5_1;
     case 8: return DType::kQ8_0;
+    case 10: return DType::kQ2_K;
+    case 11: return DType::kQ3_K;
     case 12: return DType::kQ4_K;
+    case 13: return DType::kQ5_K;
     case 14: return DType::kQ6_K;
+    case 20: return DType::kIQ4_NL;
+    case 23: return DType::kIQ4_XS;
     case 30: return DType::kBF16;
     default: return std::nullopt;
   }
@@ -253,7 +258,8 @@ Status make_tensor(const GgufFile& g, const RawTensor& t, uint64_t data_size, Te
   if (!dtype)
     return unimplemented(g.path, ": tensor ", t.name, " has ggml type ", ggml_type_name(t.ggml_type),
                          " (", t.ggml_type,
-                         "); only F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K and Q6_K are supported");
+                         "); only F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS are "
+                         "supported");
   uint64_t num_elems = 1;
   for (uint64_t dim : t.ne) {
     if (dim == 0 || dim > static_cast<uint64_t>(INT64_MAX)) return bad("dimension ", dim, " is out of range");

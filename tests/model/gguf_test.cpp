@@ -288,13 +288,36 @@ TEST(GgufTest, ReadsQ5Tensors) {
             std::string::npos);
 }
 
+// The k-quants Q2_K, Q3_K, Q5_K (ggml types 10, 11, 13) and IQ4_XS (23) in
+// super-blocks of 256, IQ4_NL (20) in blocks of 32: sizes as ggml's; values:
+// tests/core/kquant_dtype_test.cpp.
+TEST(GgufTest, ReadsKquantAndIq4Tensors) {
+  struct Case { uint32_t type; DType dtype; uint64_t bytes_per_256; };
+  const Case cases[] = {{10, DType::kQ2_K, 84}, {11, DType::kQ3_K, 110}, {13, DType::kQ5_K, 176},
+                        {20, DType::kIQ4_NL, 8 * 18}, {23, DType::kIQ4_XS, 136}};
+  for (const Case& c : cases) {
+    GgufWriter w;
+    w.add_tensor("w", {512, 3}, c.type, std::string(6 * c.bytes_per_256, '\0'));
+    StatusOr<GgufFile> g = read_gguf(write("kq.gguf", w.build()));
+    ASSERT_TRUE(g.ok()) << c.type << ": " << g.status().to_string();
+    const TensorInfo& t = g->tensors.at("w");
+    EXPECT_EQ(t.dtype, c.dtype) << c.type;
+    EXPECT_EQ(t.shape, (std::vector<int64_t>{3, 512})) << c.type;
+    EXPECT_EQ(t.num_bytes, 6 * c.bytes_per_256) << c.type;
+    GgufWriter row;  // a row that is not whole blocks
+    row.add_tensor("w", {c.type == 20 ? 48u : 128u, 2}, c.type, std::string(1024, '\0'));
+    EXPECT_NE(error_of("kqrow.gguf", row.build(), StatusCode::kDataLoss).find("multiple of"), std::string::npos)
+        << c.type;
+  }
+}
+
 TEST(GgufTest, BadTensorInfos) {
   GgufWriter w;
-  w.add_tensor("blk.0.attn_k.weight", {256, 2}, 13, std::string(352, '\0'));
-  std::string msg = error_of("q5k.gguf", w.build(), StatusCode::kUnimplemented);
+  w.add_tensor("blk.0.attn_k.weight", {256, 2}, 16, std::string(132, '\0'));
+  std::string msg = error_of("iq2xxs.gguf", w.build(), StatusCode::kUnimplemented);
   EXPECT_NE(msg.find("blk.0.attn_k.weight"), std::string::npos);
-  EXPECT_NE(msg.find("Q5_K"), std::string::npos);
-  EXPECT_NE(msg.find("Q4_0, Q5_0, Q5_1, Q4_K"), std::string::npos) << msg;  // the supported types
+  EXPECT_NE(msg.find("IQ2_XXS"), std::string::npos);
+  EXPECT_NE(msg.find("Q4_0, Q5_0, Q5_1, Q2_K"), std::string::npos) << msg;  // the supported types
 
   struct Case { const char* file; std::vector<uint64_t> ne; uint32_t type; const char* expect; };
   const Case cases[] = {
