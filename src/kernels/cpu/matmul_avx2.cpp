@@ -294,17 +294,44 @@ ZL_AVX2 inline void kquant_super_block(const uint8_t* p, const MatmulInput& in, 
     uint16_t h;
     std::memcpy(&h, p + 208, 2);
     *d = _cvtsh_ss(h);
-  } else {
-    // Q3_K, Q2_K, IQ4_XS: their scales unpacked by the reference (once per
-    // 256 values of a row), then 32 taken off the 6-bit ones.
-    alignas(16) uint8_t sc[16], mins[16];
+  } else if constexpr (D == DType::kQ2_K) {
+    // Byte h of the 16: scale in the low nibble, min in the high one.
+    const __m128i both = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    half = _mm_and_si128(both, _mm_set1_epi8(0x0f));
+    alignas(16) uint8_t mins[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(mins), _mm_and_si128(_mm_srli_epi16(both, 4), _mm_set1_epi8(0x0f)));
     uint16_t d_bits[2];
-    kquant_scales(D, p, sc, mins, d_bits);
+    std::memcpy(d_bits, p + 80, 4);
     *d = _cvtsh_ss(d_bits[0]);
-    half = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
-    if constexpr (D == DType::kIQ4_XS) half = _mm_unpacklo_epi8(half, half);
-    if constexpr (D != DType::kQ2_K) half = _mm_sub_epi8(half, _mm_set1_epi8(32));
-    if constexpr (D == DType::kQ2_K) q2k_mins<T>(mins, _cvtsh_ss(d_bits[1]), in, s, t0, acc);
+    q2k_mins<T>(mins, _cvtsh_ss(d_bits[1]), in, s, t0, acc);
+  } else if constexpr (D == DType::kQ3_K) {
+    // kquant_scales' Q3_K unpacking: the nibbles of s[0..7] (low ones for
+    // scales 0..7, high ones for 8..15) under bits 2 (i / 4), + 1 of
+    // s[8 + i % 4]: the u32 s[8..11] in each 32-bit lane, lane k shifted by 2k.
+    const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 96));
+    const __m128i low4 = _mm_set1_epi8(0x0f);
+    const __m128i nibbles = _mm_unpacklo_epi64(_mm_and_si128(s8, low4), _mm_and_si128(_mm_srli_epi16(s8, 4), low4));
+    int32_t h;
+    std::memcpy(&h, p + 104, 4);
+    const __m128i top = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(h), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    half = _mm_sub_epi8(_mm_or_si128(nibbles, _mm_slli_epi16(top, 4)), _mm_set1_epi8(32));
+    uint16_t d_bits;
+    std::memcpy(&d_bits, p + 108, 2);
+    *d = _cvtsh_ss(d_bits);
+  } else {
+    static_assert(D == DType::kIQ4_XS);
+    // Scale j: nibble j % 2 of byte 4 + j / 2 under bits 2j, 2j + 1 of the u16 at 2, less 32.
+    uint32_t low;
+    uint16_t d_bits, high;
+    std::memcpy(&d_bits, p, 2);
+    std::memcpy(&high, p + 2, 2);
+    std::memcpy(&low, p + 4, 4);
+    uint64_t sc = 0;
+    for (int j = 0; j < 8; ++j)
+      sc |= uint64_t{((low >> (4 * j)) & 0x0f) | ((high >> (2 * j)) & 3u) << 4} << (8 * j);
+    const __m128i s8 = _mm_sub_epi8(_mm_cvtsi64_si128(static_cast<int64_t>(sc)), _mm_set1_epi8(32));
+    half = _mm_unpacklo_epi8(s8, s8);
+    *d = _cvtsh_ss(d_bits);
   }
   const __m256i words = _mm256_cvtepi8_epi16(half);
   hs[0] = _mm256_permute2x128_si256(words, words, 0x00);
