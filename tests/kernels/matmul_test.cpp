@@ -237,9 +237,12 @@ TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
   }
 }
 
-// Every format has its own AVX2 kernel: one that fell back to the scalar
-// reference would pass the comparisons above unnoticed.
-TEST_P(MatmulTest, Avx2HasAKernel) { EXPECT_NE(tile_kernel_avx2(GetParam()), nullptr) << dtype_name(GetParam()); }
+// Every format has its own AVX2 and AVX-512 kernel: one that fell back to the
+// scalar reference (or AVX-512 to AVX2) would pass the comparisons above unnoticed.
+TEST_P(MatmulTest, EveryIsaHasAKernel) {
+  EXPECT_NE(tile_kernel_avx2(GetParam()), nullptr) << dtype_name(GetParam());
+  EXPECT_NE(tile_kernel_avx512(GetParam()), nullptr) << dtype_name(GetParam());
+}
 
 INSTANTIATE_TEST_SUITE_P(Formats, MatmulTest,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
@@ -372,32 +375,6 @@ TEST(QuantizeTest, KquantRoundTripWithinOneStep) {
         EXPECT_NEAR(back[k], x[k], step) << dtype_name(dtype) << " value " << k;
       }
     }
-  }
-}
-
-// Q5_0 / Q5_1 have no AVX-512 kernels and no packed layout: asked for
-// AVX-512, the matmul runs their AVX2 kernels on the stored blocks (this part
-// runs on any CPU with AVX2), which give the AVX2 results bit for bit (on a
-// CPU with AVX-512).
-TEST(MatmulTest, Q5OnAvx512RunsTheAvx2KernelsUnpacked) {
-  std::mt19937 rng(6);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  ThreadPool pool(2);
-  const int64_t tokens = 9, rows = 40, cols = 96;
-  std::vector<float> wf(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(tokens * cols));
-  for (float& v : wf) v = u(rng);
-  for (float& v : x) v = u(rng);
-  for (DType dtype : {DType::kQ5_0, DType::kQ5_1}) {
-    Quantized m = make_matrix(dtype, wf, rows, cols);
-    EXPECT_EQ(packed_bytes(m.w), 0) << dtype_name(dtype);
-    EXPECT_EQ(tile_kernel_avx512(dtype), nullptr) << dtype_name(dtype);
-    if (!isa_supported(Isa::kAvx2)) continue;
-    EXPECT_EQ(tile_kernel(Isa::kAvx512, dtype), tile_kernel_avx2(dtype)) << dtype_name(dtype);
-    if (!isa_supported(Isa::kAvx512)) continue;
-    std::vector<float> y512(static_cast<size_t>(tokens * rows), NAN), y2(y512.size());
-    matmul(pool, x.data(), m.w, nullptr, y512.data(), tokens, Isa::kAvx512);
-    matmul(pool, x.data(), m.w, nullptr, y2.data(), tokens, Isa::kAvx2);
-    EXPECT_EQ(y512, y2) << dtype_name(dtype);
   }
 }
 

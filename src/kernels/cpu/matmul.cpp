@@ -77,13 +77,12 @@ Isa active_isa() {
 }
 
 TileKernel tile_kernel(Isa isa, DType dtype) {
-  TileKernel k = nullptr;
-  if (isa == Isa::kAvx512) k = tile_kernel_avx512(dtype);
-  // Formats without AVX-512 kernels (dtype_is_stored_only) run the AVX2 ones on the
-  // stored blocks: every AVX-512 CPU has AVX2, and those kernels never read
-  // a packed copy (none is made for them: packed_bytes is 0).
-  if (k == nullptr && isa != Isa::kScalar && isa_supported(Isa::kAvx2)) k = tile_kernel_avx2(dtype);
-  return k != nullptr ? k : tile_kernel_scalar(dtype);
+  switch (isa) {
+    case Isa::kAvx512: return tile_kernel_avx512(dtype);
+    case Isa::kAvx2: return tile_kernel_avx2(dtype);
+    case Isa::kScalar: break;
+  }
+  return tile_kernel_scalar(dtype);
 }
 
 namespace {

@@ -1,7 +1,8 @@
 // Matrix products for linear layers: y = x · Wᵀ (+ b), with W stored as
 // PyTorch stores a Linear weight, [out_features, in_features], in any weight
-// format (f32, f16, bf16 as stored; GGUF Q8_0 / Q4_0 / Q5_0 / Q5_1 blocks and
-// Q4_K / Q6_K super-blocks; int8 with a scale per row). Float formats are
+// format (f32, f16, bf16 as stored; GGUF Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL
+// blocks and Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS super-blocks; int8 with a
+// scale per row). Float formats are
 // widened in registers and multiplied with the f32
 // activations (exact products, f32 sums), except packed bf16 on AVX512-BF16
 // (bf16_dot_supported below). Quantized formats multiply int8
@@ -29,7 +30,7 @@ struct WeightMatrix {
   DType dtype = DType::kF32;
   const void* data = nullptr;      // [rows, row_bytes()]
   int64_t rows = 0;                // out_features
-  int64_t cols = 0;                // in_features; a multiple of 32 (Q8_0, Q4_0, Q5_*, I8), 256 (Q4_K, Q6_K)
+  int64_t cols = 0;                // in_features; a multiple of the format's block (32 or 256)
   const float* scales = nullptr;   // [rows], I8 only
   // Optional copy of a bf16 / f16 / Q8_0 / Q4_0 / I8 / Q4_K / Q6_K matrix in the packed layout below,
   // which the AVX-512 kernels stream instead of `data` (that stays valid).
@@ -71,7 +72,8 @@ namespace cpu {
 // The same bytes as the stored matrix when rows is a multiple of 16 (and
 // cols even for bf16).
 constexpr int64_t kPackRows = 16;
-// Bytes of w packed; 0 when its format has no packed layout (f32, Q5_0, Q5_1).
+// Bytes of w packed; 0 when its format has no packed layout (f32, Q5_0, Q5_1,
+// Q5_K, Q3_K, Q2_K, IQ4_NL, IQ4_XS).
 int64_t packed_bytes(const WeightMatrix& w);
 // Writes w packed into dst[packed_bytes(w)], 64-byte aligned.
 void pack_matrix(const WeightMatrix& w, uint8_t* dst);

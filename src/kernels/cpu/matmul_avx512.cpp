@@ -248,7 +248,7 @@ TileKernel tile_kernel_avx512(DType dtype) {
     case DType::kQ3_K:
     case DType::kQ2_K:
     case DType::kIQ4_NL:
-    case DType::kIQ4_XS: return nullptr;  // tile_kernel falls back to AVX2
+    case DType::kIQ4_XS: return tile_kernel_avx512_stored(dtype);
   }
   return nullptr;
 }

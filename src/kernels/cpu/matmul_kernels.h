@@ -25,15 +25,13 @@ struct MatmulInput {
 using TileKernel = void (*)(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin,
                             int64_t row_end, float* y, int64_t ldy);
 
-// The ISA's kernel for dtype; where the ISA's table lacks the format, the
-// next ISA down's (AVX-512 -> AVX2 -> scalar: dtype_is_stored_only formats on
-// AVX-512 run the AVX2 kernels on the stored blocks).
+// The ISA's kernel for dtype (every ISA has every format).
 TileKernel tile_kernel(Isa isa, DType dtype);
-// Per ISA: nullptr for a format the table lacks (scalar has every format).
 TileKernel tile_kernel_scalar(DType dtype);
 TileKernel tile_kernel_avx2(DType dtype);
 TileKernel tile_kernel_avx512(DType dtype);
-TileKernel tile_kernel_avx512_quant(DType dtype);  // Q8_0, Q4_0, I8, Q4_K, Q6_K
+TileKernel tile_kernel_avx512_quant(DType dtype);   // Q8_0, Q4_0, I8, Q4_K, Q6_K
+TileKernel tile_kernel_avx512_stored(DType dtype);  // dtype_is_stored_only below
 // Packed f16 (matmul.h) on AVX-512, the tile kernel for f16 matrices that
 // have a packed copy (matmul_avx512_f16.cpp).
 void packed_f16_tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
@@ -68,8 +66,7 @@ inline uint16_t group_store_mask(int64_t rg, int64_t row_lo, int64_t row_end) {
 // formats: core/dtype.h's dtype_has_super_blocks).
 constexpr bool dtype_is_kquant(DType d) { return d == DType::kQ4_K || d == DType::kQ6_K; }
 constexpr bool dtype_is_q5(DType d) { return d == DType::kQ5_0 || d == DType::kQ5_1; }
-// Formats with no packed layout and no AVX-512 kernels (tile_kernel above):
-// the AVX2 kernels read their stored blocks.
+// Formats with no packed layout: every ISA's kernels read their stored blocks.
 constexpr bool dtype_is_stored_only(DType d) {
   return dtype_is_q5(d) || d == DType::kIQ4_NL || (dtype_has_super_blocks(d) && !dtype_is_kquant(d));
 }
