@@ -325,7 +325,7 @@ TEST(MatmulTest, PackedKquantTargetsSplitInsideGroups) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
   const int64_t cols = 512, rows[] = {40, 25, 23};
-  const DType dtypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ4_K};
+  const DType dtypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ5_K};
   for (int64_t tokens : {1, 5, 9}) {
     std::vector<float> x(static_cast<size_t>(tokens * cols));
     for (float& v : x) v = u(rng);

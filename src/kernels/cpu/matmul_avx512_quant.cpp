@@ -1,5 +1,5 @@
 // AVX-512 VNNI tile kernels for the quantized formats (Q8_0, Q4_0, I8, and
-// packed Q4_K, Q6_K),
+// packed Q4_K, Q5_K, Q6_K),
 // row-interleaved: each vector lane belongs to one of 16 weight rows, so a
 // block's scale multiplies 16 rows at once and no horizontal sum is needed.
 //
@@ -16,9 +16,11 @@
 // or half block (Q6_K: d * sc for each 16 values), products that are exact
 // in f32; per block
 //   Q4_K: u = 16 * code (0..15), no offset:  acc_i += (d * sc / 16) * (d_x * D_i) - min_i * d_x * sum(q)
+//   Q5_K: u = 8 * code (0..31), the same with d * sc / 8
 //   Q6_K: u = code + 32, per half h:         acc_i += (d * sc_h) * d_x * float(D_ih - 32 * sum_h(q))
 // (the integer corrections exact). They are read packed only; an unpacked
-// k-quant matrix goes to the scalar reference.
+// k-quant matrix goes to the scalar reference (Q5_K: to the stored-block
+// kernels of matmul_avx512_stored.cpp).
 // Rows come from the packed layout of matmul.h when the matrix has one (v[k]
 // as stored there: one sequential stream, nothing to transpose), otherwise
 // straight from the stored blocks, transposed in registers (decode: each
@@ -171,6 +173,18 @@ struct PackedRows {
         v[m] = _mm512_and_si512(_mm512_slli_epi32(w, 4), high);
         v[m + 4] = _mm512_and_si512(w, high);
       }
+    } else if constexpr (D == DType::kQ5_K) {
+      // The nibbles times 8, then bit 4 of code 4k + j (bit 8j + k of the
+      // fifth vector's lane) to bit 7 of byte j of v[k]: u = 8 * code.
+      const __m512i mid = _mm512_set1_epi8(0x78), top = _mm512_set1_epi8(static_cast<char>(0x80));
+      for (int m = 0; m < 4; ++m) {
+        const __m512i w = _mm512_load_si512(e + 64 * m);
+        v[m] = _mm512_and_si512(_mm512_slli_epi32(w, 3), mid);
+        v[m + 4] = _mm512_and_si512(_mm512_srli_epi32(w, 1), mid);
+      }
+      const __m512i high = _mm512_load_si512(e + 4 * 64);
+      for (int k = 0; k < 8; ++k)  // v[k] | (high << (7 - k)) & top
+        v[k] = _mm512_ternarylogic_epi32(v[k], _mm512_sll_epi32(high, _mm_cvtsi32_si128(7 - k)), top, 0xf8);
     } else {
       for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(e + 64 * k);
     }
@@ -187,11 +201,12 @@ struct PackedRows {
     const int64_t j = b % 8;
     auto bytes = [&](int64_t at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(e + at)); };
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e)));
-    if constexpr (D == DType::kQ4_K) {
+    if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
       const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes(64 + 16 * j)));
       const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes(192 + 16 * j)));
       const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + 32)));
-      s->dw = _mm512_mul_ps(_mm512_mul_ps(d, sc), _mm512_set1_ps(1.0f / 16.0f));
+      constexpr float kCodeScale = D == DType::kQ4_K ? 1.0f / 16.0f : 1.0f / 8.0f;  // u = 16 or 8 * code
+      s->dw = _mm512_mul_ps(_mm512_mul_ps(d, sc), _mm512_set1_ps(kCodeScale));
       s->min = _mm512_mul_ps(dmin, m);
     } else {
       s->dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(32 + 32 * j))));
@@ -262,7 +277,7 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
           d1 = _mm512_dpbusd_epi32(d1, v[g][k + 1], _mm512_set1_epi32(x1));
         }
         const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1));
-        if constexpr (D == DType::kQ4_K) {
+        if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
           const __m512 scaled = _mm512_fmadd_ps(s[g].dw, _mm512_mul_ps(dot, dx), acc[g][t]);
           acc[g][t] = _mm512_fnmadd_ps(s[g].min, _mm512_set1_ps(xds), scaled);
         } else {
@@ -364,7 +379,10 @@ ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_be
 template <DType D>
 ZL_AVX512 void tile_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy) {
-  if (w.packed == nullptr) return tile_kernel_scalar(D)(w, in, row_begin, row_end, y, ldy);
+  if (w.packed == nullptr) {
+    const TileKernel stored = D == DType::kQ5_K ? tile_kernel_avx512_stored(D) : tile_kernel_scalar(D);
+    return stored(w, in, row_begin, row_end, y, ldy);
+  }
   token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
 }
 
@@ -376,6 +394,7 @@ TileKernel tile_kernel_avx512_quant(DType dtype) {
     case DType::kQ4_0: return tile<DType::kQ4_0>;
     case DType::kI8: return tile<DType::kI8>;
     case DType::kQ4_K: return tile_kquant<DType::kQ4_K>;
+    case DType::kQ5_K: return tile_kquant<DType::kQ5_K>;
     case DType::kQ6_K: return tile_kquant<DType::kQ6_K>;
     default: return nullptr;
   }

@@ -14,7 +14,6 @@ int64_t packed_bytes(const WeightMatrix& w) {
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows;
   if (w.dtype == DType::kBF16) return groups * (w.cols + 1) / 2 * 64;
   if (w.dtype == DType::kF16) return groups * w.cols * 32;
-  // Q5_0 / Q5_1 have no packed layout (nor AVX-512 kernels: see tile_kernel).
   if (!dtype_is_quantized(w.dtype) || dtype_is_stored_only(w.dtype)) return 0;
   const int64_t blocks = w.cols / 32;
   if (dtype_is_kquant(w.dtype))
@@ -47,27 +46,33 @@ void pack_lanes(const WeightMatrix& w, uint8_t* dst) {
 
 // A block's 32 codes into one lane's word of each packed vector (v: that
 // lane's word in vector 0), as the kernels read them: 4-bit formats (Q4_0,
-// Q4_K) put codes j and j + 16 in the low and high nibble of byte j
-// (j < 16), 8-bit formats one code a byte; each code plus a bias makes it
-// unsigned (Q4_0 8, Q4_K 0, Q8_0 / I8 128, Q6_K 32).
+// Q4_K, and Q5_K's low 4 bits) put codes j and j + 16 in the low and high
+// nibble of byte j (j < 16), Q5_K's fifth vector has bit 8j + k for bit 4
+// of code 4k + j, 8-bit formats one code a byte; each code plus a bias makes
+// it unsigned (Q4_0 8, Q4_K / Q5_K 0, Q8_0 / I8 128, Q6_K 32).
 void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
-  const int bias = dtype == DType::kQ4_0 ? 8 : dtype == DType::kQ4_K ? 0 : dtype == DType::kQ6_K ? 32 : 128;
-  if (packed_code_bytes(dtype) == 4 * 64) {
+  const int bias = dtype == DType::kQ4_0 ? 8 : dtype_is_kquant(dtype) ? (dtype == DType::kQ6_K ? 32 : 0) : 128;
+  if (dtype == DType::kQ5_K) {
+    uint32_t high = 0;
+    for (int e = 0; e < 32; ++e) high |= uint32_t((codes[e] >> 4) & 1) << (8 * (e % 4) + e / 4);
+    std::memcpy(v + 4 * 64, &high, 4);
+  }
+  if (dtype == DType::kQ4_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K) {
     for (int j = 0; j < 16; ++j)
-      v[j / 4 * 64 + j % 4] = static_cast<uint8_t>((codes[j] + bias) | (codes[j + 16] + bias) << 4);
+      v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(((codes[j] + bias) & 0x0f) | ((codes[j + 16] + bias) & 0x0f) << 4);
   } else {
     for (int j = 0; j < 32; ++j) v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(codes[j] + bias);
   }
 }
 
-// Lane `lane` of super-block sb's scales (matmul.h): Q4_K d, dmin, then the
-// blocks' scales and mins; Q6_K d, then the half blocks' scales.
+// Lane `lane` of super-block sb's scales (matmul.h): Q4_K / Q5_K d, dmin, then
+// the blocks' scales and mins; Q6_K d, then the half blocks' scales.
 void pack_kscales(const WeightMatrix& w, const uint8_t* superblock, int64_t lane, uint8_t* e) {
   uint8_t sc[16], mins[16];
   uint16_t d_bits[2];
   kquant_scales(w.dtype, superblock, sc, mins, d_bits);
   std::memcpy(e + 2 * lane, &d_bits[0], 2);
-  if (w.dtype == DType::kQ4_K) {
+  if (w.dtype != DType::kQ6_K) {
     std::memcpy(e + 32 + 2 * lane, &d_bits[1], 2);
     for (int j = 0; j < 8; ++j) {
       e[64 + 16 * j + lane] = sc[j];
@@ -78,8 +83,8 @@ void pack_kscales(const WeightMatrix& w, const uint8_t* superblock, int64_t lane
   }
 }
 
-// Codes of each block as the kernels read them (Q4_K like Q4_0, Q6_K like
-// Q8_0 with codes + 32), scales per super-block.
+// Codes of each block as the kernels read them (Q4_K like Q4_0, Q5_K so plus
+// its high bits, Q6_K like Q8_0 with codes + 32), scales per super-block.
 void pack_kquant(const WeightMatrix& w, uint8_t* dst) {
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32, supers = w.cols / 256;
   const int64_t code_bytes = packed_code_bytes(w.dtype), kscale_bytes = packed_kscale_bytes(w.dtype);
