@@ -168,13 +168,13 @@ TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
       const WeightMatrix packed = m.with_packed();
       std::vector<float> yp(ref.size(), NAN);
       matmul(pool, x.data(), packed, bias.data(), yp.data(), s.tokens, isa);
-      // Packed quantized weights: the same instructions on the same values, so
-      // the same bits (k-quants: unpacked, they go to the scalar reference,
-      // which sums each block in another order); packed bf16 sums in another order, and with AVX512-BF16
+      // Packed Q8_0 / Q4_0 / I8 weights: the same instructions on the same
+      // values, so the same bits (the formats read packed only go, unpacked,
+      // to other kernels that sum in another order); packed bf16 sums in another order, and with AVX512-BF16
       // multiplies activations rounded to bf16: exact to f32 sums against the
       // scalar product of the rounded activations, within 2^-9 per element of
       // the unrounded one (~2e-3 of the largest output at these sizes).
-      if (quantized && !dtype_is_kquant(dtype)) {
+      if (dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kI8) {
         EXPECT_EQ(yp, y) << dtype_name(dtype) << " packed, tokens " << s.tokens << " rows " << s.rows << " cols "
                          << s.cols;
       } else if (dtype == DType::kBF16 && bf16_dot_supported()) {
@@ -317,15 +317,15 @@ TEST(MatmulTest, PackedTargetsSplitInsideGroups) {
   }
 }
 
-// k-quant targets (packed only on AVX-512) split inside a group: each target
-// gives the bits it gives alone.
-TEST(MatmulTest, PackedKquantTargetsSplitInsideGroups) {
+// Targets of the formats read packed only on AVX-512 (k-quants, IQ4) split
+// inside a group: each target gives the bits it gives alone.
+TEST(MatmulTest, PackedOnlyTargetsSplitInsideGroups) {
   if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "packed weights are read by the AVX-512 kernels only";
   std::mt19937 rng(4);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
-  const int64_t cols = 512, rows[] = {40, 25, 23};
-  const DType dtypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ5_K};
+  const int64_t cols = 512, rows[] = {40, 25, 23, 41, 19};
+  const DType dtypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ5_K, DType::kIQ4_XS, DType::kIQ4_NL};
   for (int64_t tokens : {1, 5, 9}) {
     std::vector<float> x(static_cast<size_t>(tokens * cols));
     for (float& v : x) v = u(rng);

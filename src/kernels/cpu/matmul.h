@@ -32,7 +32,7 @@ struct WeightMatrix {
   int64_t rows = 0;                // out_features
   int64_t cols = 0;                // in_features; a multiple of the format's block (32 or 256)
   const float* scales = nullptr;   // [rows], I8 only
-  // Optional copy of a bf16 / f16 / Q8_0 / Q4_0 / I8 / Q4_K / Q5_K / Q6_K matrix in the packed layout below,
+  // Optional copy of a bf16 / f16 / Q8_0 / Q4_0 / I8 / IQ4_NL / Q4_K / Q5_K / Q6_K / IQ4_XS matrix in the packed layout,
   // which the AVX-512 kernels stream instead of `data` (that stays valid).
   const uint8_t* packed = nullptr;
 
@@ -56,15 +56,18 @@ namespace cpu {
 //          Q8_0 / I8: 8 vectors, vector k lane i = codes 4k..4k+3 + 128 (unsigned bytes);
 //          Q4_0:      4 vectors, vector m lane i = stored bytes 4m..4m+3 (low nibbles:
 //                     elements 4m.., high nibbles: elements 4m+16..);
-//   scales [G, B, 16] f16 block scales (Q8_0, Q4_0; I8 keeps WeightMatrix::scales).
-// Q4_K, Q5_K and Q6_K (S = cols / 256 super-blocks) keep their integer scales:
-//   codes  as Q4_0 (Q4_K: the codes 0..15 as nibbles; Q5_K: the codes' low 4
+//          IQ4_NL:    as Q4_0 (the grid indices);
+//   scales [G, B, 16] f16 block scales (Q8_0, Q4_0, IQ4_NL; I8 keeps WeightMatrix::scales).
+// Q4_K, Q5_K, Q6_K and IQ4_XS (S = cols / 256 super-blocks) keep their integer scales:
+//   codes  as Q4_0 (Q4_K: the codes 0..15 as nibbles; IQ4_XS: the grid indices; Q5_K: the codes' low 4
 //          bits so, then a fifth vector whose lane i has bit 8j + k set when
 //          bit 4 of row i's element 4k + j is) or as Q8_0 (Q6_K: codes + 32);
 //   scales [G, S, 320 bytes] (Q4_K, Q5_K): 16 lanes of f16 d, 16 of f16 dmin, then
 //          [8 blocks, 16 lanes] 6-bit scales and [8, 16] 6-bit mins, a byte each;
 //          [G, S, 288 bytes] (Q6_K): 16 lanes of f16 d, then [16 half blocks,
-//          16 lanes] int8 scales.
+//          16 lanes] int8 scales;
+//          [G, S, 160 bytes] (IQ4_XS): 16 lanes of f16 d, then [8 blocks, 16
+//          lanes] int8 scales (the 6-bit ones less 32).
 // bf16 (C = ceil(cols / 2) column pairs): [G, C, 16 lanes of 4 bytes], lane i of
 // vector c = row 16g + i's columns 2c, 2c + 1 as stored (a missing last column: 0).
 // f16: groups in panels of 3 (kF16PanelGroups; the last panel holds the 1-3
@@ -75,7 +78,7 @@ namespace cpu {
 // cols even for bf16).
 constexpr int64_t kPackRows = 16;
 // Bytes of w packed; 0 when its format has no packed layout (f32, Q5_0, Q5_1,
-// Q3_K, Q2_K, IQ4_NL, IQ4_XS).
+// Q3_K, Q2_K).
 int64_t packed_bytes(const WeightMatrix& w);
 // Writes w packed into dst[packed_bytes(w)], 64-byte aligned.
 void pack_matrix(const WeightMatrix& w, uint8_t* dst);

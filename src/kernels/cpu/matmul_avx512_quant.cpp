@@ -1,5 +1,5 @@
 // AVX-512 VNNI tile kernels for the quantized formats (Q8_0, Q4_0, I8, and
-// packed Q4_K, Q5_K, Q6_K),
+// packed IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS),
 // row-interleaved: each vector lane belongs to one of 16 weight rows, so a
 // block's scale multiplies 16 rows at once and no horizontal sum is needed.
 //
@@ -9,18 +9,20 @@
 // exact integer dot of each row's block with the token's block:
 //   D_i = sum_j u_ij * q_j,  u = code + 128 (Q8_0, I8: top bit flipped;
 //   Q4_0: 16 * stored nibble = 16 * code + 128, its scale divided by 16, exact),
+//   IQ4_NL: u = grid value + 128, looked up from the packed index),
 //   so sum_j code_ij * q_j = D_i - 128 * sum_j q_j, and per block
 //   acc_i += d_w,i * (d_x * float(D_i) - 128 * d_x * sum(q))   (I8: no d_w;
-//   its row scale multiplies the sum at the end).
+//   its row scale multiplies the sum at the end; IQ4_XS the same with
+//   d_w = d * (scale - 32) of the block).
 // The k-quants keep their scales per block (Q4_K: d * sc and a min dmin * m)
 // or half block (Q6_K: d * sc for each 16 values), products that are exact
 // in f32; per block
 //   Q4_K: u = 16 * code (0..15), no offset:  acc_i += (d * sc / 16) * (d_x * D_i) - min_i * d_x * sum(q)
 //   Q5_K: u = 8 * code (0..31), the same with d * sc / 8
 //   Q6_K: u = code + 32, per half h:         acc_i += (d * sc_h) * d_x * float(D_ih - 32 * sum_h(q))
-// (the integer corrections exact). They are read packed only; an unpacked
-// k-quant matrix goes to the scalar reference (Q5_K: to the stored-block
-// kernels of matmul_avx512_stored.cpp).
+// (the integer corrections exact). They and IQ4_NL are read packed only; an
+// unpacked matrix goes to the stored-block kernels of
+// matmul_avx512_stored.cpp (Q4_K, Q6_K: to the scalar reference).
 // Rows come from the packed layout of matmul.h when the matrix has one (v[k]
 // as stored there: one sequential stream, nothing to transpose), otherwise
 // straight from the stored blocks, transposed in registers (decode: each
@@ -173,6 +175,16 @@ struct PackedRows {
         v[m] = _mm512_and_si512(_mm512_slli_epi32(w, 4), high);
         v[m + 4] = _mm512_and_si512(w, high);
       }
+    } else if constexpr (D == DType::kIQ4_NL || D == DType::kIQ4_XS) {
+      // Each index's grid value + 128 (1..241): vpshufb from the grid in every 128-bit lane.
+      const __m128i grid = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values));
+      const __m512i grid_u8 = _mm512_broadcast_i32x4(_mm_xor_si128(grid, _mm_set1_epi8(static_cast<char>(0x80))));
+      const __m512i low4 = _mm512_set1_epi8(0x0f);
+      for (int m = 0; m < 4; ++m) {
+        const __m512i w = _mm512_load_si512(e + 64 * m);
+        v[m] = _mm512_shuffle_epi8(grid_u8, _mm512_and_si512(w, low4));
+        v[m + 4] = _mm512_shuffle_epi8(grid_u8, _mm512_and_si512(_mm512_srli_epi32(w, 4), low4));
+      }
     } else if constexpr (D == DType::kQ5_K) {
       // The nibbles times 8, then bit 4 of code 4k + j (bit 8j + k of the
       // fifth vector's lane) to bit 7 of byte j of v[k]: u = 8 * code.
@@ -208,6 +220,8 @@ struct PackedRows {
       constexpr float kCodeScale = D == DType::kQ4_K ? 1.0f / 16.0f : 1.0f / 8.0f;  // u = 16 or 8 * code
       s->dw = _mm512_mul_ps(_mm512_mul_ps(d, sc), _mm512_set1_ps(kCodeScale));
       s->min = _mm512_mul_ps(dmin, m);
+    } else if constexpr (D == DType::kIQ4_XS) {
+      s->dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(32 + 16 * j))));
     } else {
       s->dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(32 + 32 * j))));
       s->hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(48 + 32 * j))));
@@ -307,7 +321,7 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
       PackedRows<D> src[G];
       for (int g = 0; g < G; ++g) src[g].at_group(w, r0 / kGroup + g);
       micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy);
-    } else if constexpr (!dtype_is_kquant(D)) {  // k-quants are read packed only
+    } else if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8) {  // the others: packed only
       if (panel != nullptr) {
         PanelRows src[G];
         for (int g = 0; g < G; ++g) src[g].blocks = panel + ((r0 - row_begin) / kGroup + g) * entry_bytes;
@@ -376,11 +390,12 @@ ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_be
   }
 }
 
+// Formats read packed only (the k-quants, IQ4_NL).
 template <DType D>
-ZL_AVX512 void tile_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy) {
   if (w.packed == nullptr) {
-    const TileKernel stored = D == DType::kQ5_K ? tile_kernel_avx512_stored(D) : tile_kernel_scalar(D);
+    const TileKernel stored = tile_kernel_avx512_stored(D) != nullptr ? tile_kernel_avx512_stored(D) : tile_kernel_scalar(D);
     return stored(w, in, row_begin, row_end, y, ldy);
   }
   token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
@@ -393,9 +408,11 @@ TileKernel tile_kernel_avx512_quant(DType dtype) {
     case DType::kQ8_0: return tile<DType::kQ8_0>;
     case DType::kQ4_0: return tile<DType::kQ4_0>;
     case DType::kI8: return tile<DType::kI8>;
-    case DType::kQ4_K: return tile_kquant<DType::kQ4_K>;
-    case DType::kQ5_K: return tile_kquant<DType::kQ5_K>;
-    case DType::kQ6_K: return tile_kquant<DType::kQ6_K>;
+    case DType::kIQ4_NL: return tile_packed<DType::kIQ4_NL>;
+    case DType::kQ4_K: return tile_packed<DType::kQ4_K>;
+    case DType::kQ5_K: return tile_packed<DType::kQ5_K>;
+    case DType::kQ6_K: return tile_packed<DType::kQ6_K>;
+    case DType::kIQ4_XS: return tile_packed<DType::kIQ4_XS>;
     default: return nullptr;
   }
 }

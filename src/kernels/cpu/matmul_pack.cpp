@@ -49,15 +49,22 @@ void pack_lanes(const WeightMatrix& w, uint8_t* dst) {
 // Q4_K, and Q5_K's low 4 bits) put codes j and j + 16 in the low and high
 // nibble of byte j (j < 16), Q5_K's fifth vector has bit 8j + k for bit 4
 // of code 4k + j, 8-bit formats one code a byte; each code plus a bias makes
-// it unsigned (Q4_0 8, Q4_K / Q5_K 0, Q8_0 / I8 128, Q6_K 32).
+// it unsigned (Q4_0 8, Q4_K / Q5_K 0, Q8_0 / I8 128, Q6_K 32); IQ4_NL and
+// IQ4_XS store each grid value's index.
 void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
-  const int bias = dtype == DType::kQ4_0 ? 8 : dtype_is_kquant(dtype) ? (dtype == DType::kQ6_K ? 32 : 0) : 128;
+  int8_t index[32];
+  if (dtype == DType::kIQ4_NL || dtype == DType::kIQ4_XS) {
+    for (int e = 0; e < 32; ++e)
+      index[e] = static_cast<int8_t>(std::find(kIq4Values, kIq4Values + 16, codes[e]) - kIq4Values);
+    codes = index;
+  }
+  const int bias = dtype == DType::kQ4_0 ? 8 : dtype == DType::kQ6_K ? 32 : dtype == DType::kQ8_0 || dtype == DType::kI8 ? 128 : 0;
   if (dtype == DType::kQ5_K) {
     uint32_t high = 0;
     for (int e = 0; e < 32; ++e) high |= uint32_t((codes[e] >> 4) & 1) << (8 * (e % 4) + e / 4);
     std::memcpy(v + 4 * 64, &high, 4);
   }
-  if (dtype == DType::kQ4_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K) {
+  if (packed_code_bytes(dtype) != 8 * 64) {
     for (int j = 0; j < 16; ++j)
       v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(((codes[j] + bias) & 0x0f) | ((codes[j + 16] + bias) & 0x0f) << 4);
   } else {
@@ -66,13 +73,16 @@ void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
 }
 
 // Lane `lane` of super-block sb's scales (matmul.h): Q4_K / Q5_K d, dmin, then
-// the blocks' scales and mins; Q6_K d, then the half blocks' scales.
+// the blocks' scales and mins; Q6_K d, then the half blocks' scales; IQ4_XS
+// d, then the blocks' scales less 32.
 void pack_kscales(const WeightMatrix& w, const uint8_t* superblock, int64_t lane, uint8_t* e) {
   uint8_t sc[16], mins[16];
   uint16_t d_bits[2];
   kquant_scales(w.dtype, superblock, sc, mins, d_bits);
   std::memcpy(e + 2 * lane, &d_bits[0], 2);
-  if (w.dtype != DType::kQ6_K) {
+  if (w.dtype == DType::kIQ4_XS) {
+    for (int j = 0; j < 8; ++j) e[32 + 16 * j + lane] = static_cast<uint8_t>(sc[j] - 32);
+  } else if (w.dtype != DType::kQ6_K) {
     std::memcpy(e + 32 + 2 * lane, &d_bits[1], 2);
     for (int j = 0; j < 8; ++j) {
       e[64 + 16 * j + lane] = sc[j];
@@ -122,7 +132,7 @@ void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
     for (int64_t b = 0; b < blocks; ++b) {
       weight_block(w, r, b, codes, &unused_scale);
       put_block_codes(w.dtype, codes, dst + (g * blocks + b) * code_bytes + 4 * lane);
-      // The f16 scale as stored (the first 2 bytes of a Q8_0 / Q4_0 block).
+      // The f16 scale as stored (the first 2 bytes of a Q8_0 / Q4_0 / IQ4_NL block).
       if (w.dtype != DType::kI8)
         std::memcpy(scales + ((g * blocks + b) * kPackRows + lane) * 2, w.row(r) + b * dtype_block_bytes(w.dtype), 2);
     }
