@@ -32,7 +32,7 @@ struct WeightMatrix {
   int64_t rows = 0;                // out_features
   int64_t cols = 0;                // in_features; a multiple of the format's block (32 or 256)
   const float* scales = nullptr;   // [rows], I8 only
-  // Optional copy of a bf16 / f16 / Q8_0 / Q4_0 / I8 / IQ4_NL / Q4_K / Q5_K / Q6_K / IQ4_XS matrix in the packed layout,
+  // Optional copy of a matrix (any format but f32, Q3_K and Q2_K) in the packed layout below,
   // which the AVX-512 kernels stream instead of `data` (that stays valid).
   const uint8_t* packed = nullptr;
 
@@ -57,11 +57,14 @@ namespace cpu {
 //          Q4_0:      4 vectors, vector m lane i = stored bytes 4m..4m+3 (low nibbles:
 //                     elements 4m.., high nibbles: elements 4m+16..);
 //          IQ4_NL:    as Q4_0 (the grid indices);
-//   scales [G, B, 16] f16 block scales (Q8_0, Q4_0, IQ4_NL; I8 keeps WeightMatrix::scales).
+//          Q5_0 / Q5_1: as Q4_0 (the codes' low 4 bits; Q5_0's codes + 16), then a
+//                     fifth vector whose lane i has bit 8j + k set when bit 4 of
+//                     row i's element 4k + j is;
+//   scales [G, B, 16] f16 block scales (Q8_0, Q4_0, IQ4_NL, Q5_0; Q5_1: [G, B, 2, 16],
+//          the 16 lanes' d, then their m; I8 keeps WeightMatrix::scales).
 // Q4_K, Q5_K, Q6_K and IQ4_XS (S = cols / 256 super-blocks) keep their integer scales:
 //   codes  as Q4_0 (Q4_K: the codes 0..15 as nibbles; IQ4_XS: the grid indices; Q5_K: the codes' low 4
-//          bits so, then a fifth vector whose lane i has bit 8j + k set when
-//          bit 4 of row i's element 4k + j is) or as Q8_0 (Q6_K: codes + 32);
+//          bits so, then a fifth vector as Q5_0's) or as Q8_0 (Q6_K: codes + 32);
 //   scales [G, S, 320 bytes] (Q4_K, Q5_K): 16 lanes of f16 d, 16 of f16 dmin, then
 //          [8 blocks, 16 lanes] 6-bit scales and [8, 16] 6-bit mins, a byte each;
 //          [G, S, 288 bytes] (Q6_K): 16 lanes of f16 d, then [16 half blocks,
@@ -77,8 +80,7 @@ namespace cpu {
 // The same bytes as the stored matrix when rows is a multiple of 16 (and
 // cols even for bf16).
 constexpr int64_t kPackRows = 16;
-// Bytes of w packed; 0 when its format has no packed layout (f32, Q5_0, Q5_1,
-// Q3_K, Q2_K).
+// Bytes of w packed; 0 when its format has no packed layout (f32, Q3_K, Q2_K).
 int64_t packed_bytes(const WeightMatrix& w);
 // Writes w packed into dst[packed_bytes(w)], 64-byte aligned.
 void pack_matrix(const WeightMatrix& w, uint8_t* dst);

@@ -240,13 +240,13 @@ TileKernel tile_kernel_avx512(DType dtype) {
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kI8:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
     case DType::kIQ4_NL:
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
     case DType::kIQ4_XS: return tile_kernel_avx512_quant(dtype);
-    case DType::kQ5_0:
-    case DType::kQ5_1:
     case DType::kQ3_K:
     case DType::kQ2_K: return tile_kernel_avx512_stored(dtype);
   }

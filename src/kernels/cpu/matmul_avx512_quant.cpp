@@ -1,5 +1,5 @@
 // AVX-512 VNNI tile kernels for the quantized formats (Q8_0, Q4_0, I8, and
-// packed IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS),
+// packed Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS),
 // row-interleaved: each vector lane belongs to one of 16 weight rows, so a
 // block's scale multiplies 16 rows at once and no horizontal sum is needed.
 //
@@ -9,7 +9,8 @@
 // exact integer dot of each row's block with the token's block:
 //   D_i = sum_j u_ij * q_j,  u = code + 128 (Q8_0, I8: top bit flipped;
 //   Q4_0: 16 * stored nibble = 16 * code + 128, its scale divided by 16, exact),
-//   IQ4_NL: u = grid value + 128, looked up from the packed index),
+//   IQ4_NL: u = grid value + 128, looked up from the packed index; Q5_0:
+//   u = 8 * (code + 16), its scale divided by 8),
 //   so sum_j code_ij * q_j = D_i - 128 * sum_j q_j, and per block
 //   acc_i += d_w,i * (d_x * float(D_i) - 128 * d_x * sum(q))   (I8: no d_w;
 //   its row scale multiplies the sum at the end; IQ4_XS the same with
@@ -18,9 +19,9 @@
 // or half block (Q6_K: d * sc for each 16 values), products that are exact
 // in f32; per block
 //   Q4_K: u = 16 * code (0..15), no offset:  acc_i += (d * sc / 16) * (d_x * D_i) - min_i * d_x * sum(q)
-//   Q5_K: u = 8 * code (0..31), the same with d * sc / 8
+//   Q5_K: u = 8 * code (0..31), the same with d * sc / 8 (Q5_1: d / 8, min -m)
 //   Q6_K: u = code + 32, per half h:         acc_i += (d * sc_h) * d_x * float(D_ih - 32 * sum_h(q))
-// (the integer corrections exact). They and IQ4_NL are read packed only; an
+// (the integer corrections exact). They, Q5_0, Q5_1 and IQ4_NL are read packed only; an
 // unpacked matrix goes to the stored-block kernels of
 // matmul_avx512_stored.cpp (Q4_K, Q6_K: to the scalar reference).
 // Rows come from the packed layout of matmul.h when the matrix has one (v[k]
@@ -151,8 +152,9 @@ struct StoredRows {
 // Rows of group `group` read from the packed layout (matmul.h).
 template <DType D>
 struct PackedRows {
+  static constexpr int64_t kScaleLanes = D == DType::kQ5_1 ? 2 * kGroup : kGroup;  // f16 per block
   const uint8_t* codes = nullptr;    // this group's [num_blocks, packed_code_bytes(D)]
-  const uint16_t* scales = nullptr;  // this group's [num_blocks, 16] f16 (Q8_0, Q4_0)
+  const uint16_t* scales = nullptr;  // this group's [num_blocks, 16] f16 (Q5_1: [num_blocks, 2, 16]: d, m)
   const uint8_t* kscales = nullptr;  // this group's [num_blocks / 8, packed_kscale_bytes(D)] (k-quants)
   ZL_AVX512 void at_group(const WeightMatrix& w, int64_t group) {
     const int64_t num_blocks = w.cols / 32, num_groups = (w.rows + kGroup - 1) / kGroup;
@@ -161,7 +163,7 @@ struct PackedRows {
     if constexpr (dtype_is_kquant(D)) {
       kscales = after_codes + group * (num_blocks / 8) * packed_kscale_bytes(D);
     } else {
-      scales = reinterpret_cast<const uint16_t*>(after_codes) + group * num_blocks * kGroup;
+      scales = reinterpret_cast<const uint16_t*>(after_codes) + group * num_blocks * kScaleLanes;
     }
   }
   template <int T>
@@ -185,7 +187,7 @@ struct PackedRows {
         v[m] = _mm512_shuffle_epi8(grid_u8, _mm512_and_si512(w, low4));
         v[m + 4] = _mm512_shuffle_epi8(grid_u8, _mm512_and_si512(_mm512_srli_epi32(w, 4), low4));
       }
-    } else if constexpr (D == DType::kQ5_K) {
+    } else if constexpr (D == DType::kQ5_K || dtype_is_q5(D)) {
       // The nibbles times 8, then bit 4 of code 4k + j (bit 8j + k of the
       // fifth vector's lane) to bit 7 of byte j of v[k]: u = 8 * code.
       const __m512i mid = _mm512_set1_epi8(0x78), top = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -203,8 +205,13 @@ struct PackedRows {
     if constexpr (dtype_is_kquant(D)) {
       load_kscales(b, s);
     } else if constexpr (D != DType::kI8) {
-      s->dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * kGroup)));
+      const uint16_t* f16 = scales + b * kScaleLanes;
+      s->dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(f16)));
       if constexpr (D == DType::kQ4_0) s->dw = _mm512_mul_ps(s->dw, _mm512_set1_ps(1.0f / 16.0f));
+      if constexpr (dtype_is_q5(D)) s->dw = _mm512_mul_ps(s->dw, _mm512_set1_ps(1.0f / 8.0f));
+      if constexpr (D == DType::kQ5_1)  // value = d * code + m: the min term is - (-m) * d_x * sum(q)
+        s->min = _mm512_sub_ps(_mm512_setzero_ps(),
+                               _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(f16 + kGroup))));
     }
   }
   // The integer scales of block b times the super-block's f16 d (exact).
@@ -291,7 +298,7 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
           d1 = _mm512_dpbusd_epi32(d1, v[g][k + 1], _mm512_set1_epi32(x1));
         }
         const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1));
-        if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
+        if constexpr (D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ5_1) {
           const __m512 scaled = _mm512_fmadd_ps(s[g].dw, _mm512_mul_ps(dot, dx), acc[g][t]);
           acc[g][t] = _mm512_fnmadd_ps(s[g].min, _mm512_set1_ps(xds), scaled);
         } else {
@@ -408,6 +415,8 @@ TileKernel tile_kernel_avx512_quant(DType dtype) {
     case DType::kQ8_0: return tile<DType::kQ8_0>;
     case DType::kQ4_0: return tile<DType::kQ4_0>;
     case DType::kI8: return tile<DType::kI8>;
+    case DType::kQ5_0: return tile_packed<DType::kQ5_0>;
+    case DType::kQ5_1: return tile_packed<DType::kQ5_1>;
     case DType::kIQ4_NL: return tile_packed<DType::kIQ4_NL>;
     case DType::kQ4_K: return tile_packed<DType::kQ4_K>;
     case DType::kQ5_K: return tile_packed<DType::kQ5_K>;

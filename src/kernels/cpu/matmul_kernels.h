@@ -31,7 +31,7 @@ TileKernel tile_kernel_scalar(DType dtype);
 TileKernel tile_kernel_avx2(DType dtype);
 TileKernel tile_kernel_avx512(DType dtype);
 TileKernel tile_kernel_avx512_quant(DType dtype);   // Q8_0, Q4_0, I8, IQ4_NL and the packed k-quants
-TileKernel tile_kernel_avx512_stored(DType dtype);  // dtype_is_stored_only below
+TileKernel tile_kernel_avx512_stored(DType dtype);  // matrices of the formats below with no packed copy
 // Packed f16 (matmul.h) on AVX-512, the tile kernel for f16 matrices that
 // have a packed copy (matmul_avx512_f16.cpp).
 void packed_f16_tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
@@ -51,7 +51,7 @@ constexpr int64_t kF16PanelGroups = 3;
 // Packed code bytes per group of 16 rows and block (see matmul.h).
 inline int64_t packed_code_bytes(DType d) {
   if (d == DType::kQ4_0 || d == DType::kQ4_K || d == DType::kIQ4_NL || d == DType::kIQ4_XS) return 4 * 64;
-  return d == DType::kQ5_K ? 5 * 64 : 8 * 64;
+  return d == DType::kQ5_K || d == DType::kQ5_0 || d == DType::kQ5_1 ? 5 * 64 : 8 * 64;
 }
 // Packed scale bytes per group of 16 rows and 256-value super-block of a
 // k-quant (see matmul.h).
@@ -72,9 +72,7 @@ constexpr bool dtype_is_kquant(DType d) {
 }
 constexpr bool dtype_is_q5(DType d) { return d == DType::kQ5_0 || d == DType::kQ5_1; }
 // Formats with no packed layout: every ISA's kernels read their stored blocks.
-constexpr bool dtype_is_stored_only(DType d) {
-  return dtype_is_q5(d) || (dtype_has_super_blocks(d) && !dtype_is_kquant(d));
-}
+constexpr bool dtype_is_stored_only(DType d) { return d == DType::kQ3_K || d == DType::kQ2_K; }
 // Formats multiplied with int8 activations (MatmulInput::xq).
 constexpr bool dtype_is_quantized(DType d) {
   return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8 || d == DType::kIQ4_NL ||

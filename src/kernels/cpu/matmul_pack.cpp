@@ -18,7 +18,7 @@ int64_t packed_bytes(const WeightMatrix& w) {
   const int64_t blocks = w.cols / 32;
   if (dtype_is_kquant(w.dtype))
     return groups * (blocks * packed_code_bytes(w.dtype) + w.cols / 256 * packed_kscale_bytes(w.dtype));
-  const int64_t scale_bytes = w.dtype == DType::kI8 ? 0 : kPackRows * 2;
+  const int64_t scale_bytes = w.dtype == DType::kI8 ? 0 : w.dtype == DType::kQ5_1 ? kPackRows * 4 : kPackRows * 2;
   return groups * blocks * (packed_code_bytes(w.dtype) + scale_bytes);
 }
 
@@ -46,10 +46,10 @@ void pack_lanes(const WeightMatrix& w, uint8_t* dst) {
 
 // A block's 32 codes into one lane's word of each packed vector (v: that
 // lane's word in vector 0), as the kernels read them: 4-bit formats (Q4_0,
-// Q4_K, and Q5_K's low 4 bits) put codes j and j + 16 in the low and high
-// nibble of byte j (j < 16), Q5_K's fifth vector has bit 8j + k for bit 4
+// Q4_K, and the 5-bit formats' low 4 bits) put codes j and j + 16 in the low and high
+// nibble of byte j (j < 16), the 5-bit formats' fifth vector has bit 8j + k for bit 4
 // of code 4k + j, 8-bit formats one code a byte; each code plus a bias makes
-// it unsigned (Q4_0 8, Q4_K / Q5_K 0, Q8_0 / I8 128, Q6_K 32); IQ4_NL and
+// it unsigned (Q4_0 8, Q5_0 16, Q4_K / Q5_K / Q5_1 0, Q8_0 / I8 128, Q6_K 32); IQ4_NL and
 // IQ4_XS store each grid value's index.
 void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
   int8_t index[32];
@@ -58,10 +58,14 @@ void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
       index[e] = static_cast<int8_t>(std::find(kIq4Values, kIq4Values + 16, codes[e]) - kIq4Values);
     codes = index;
   }
-  const int bias = dtype == DType::kQ4_0 ? 8 : dtype == DType::kQ6_K ? 32 : dtype == DType::kQ8_0 || dtype == DType::kI8 ? 128 : 0;
-  if (dtype == DType::kQ5_K) {
+  const int bias = dtype == DType::kQ4_0                      ? 8
+                   : dtype == DType::kQ5_0                    ? 16
+                   : dtype == DType::kQ6_K                    ? 32
+                   : dtype == DType::kQ8_0 || dtype == DType::kI8 ? 128
+                                                                : 0;
+  if (packed_code_bytes(dtype) == 5 * 64) {  // Q5_0, Q5_1, Q5_K
     uint32_t high = 0;
-    for (int e = 0; e < 32; ++e) high |= uint32_t((codes[e] >> 4) & 1) << (8 * (e % 4) + e / 4);
+    for (int e = 0; e < 32; ++e) high |= uint32_t(((codes[e] + bias) >> 4) & 1) << (8 * (e % 4) + e / 4);
     std::memcpy(v + 4 * 64, &high, 4);
   }
   if (packed_code_bytes(dtype) != 8 * 64) {
@@ -123,18 +127,22 @@ void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
       << "no packed layout for " << dtype_name(w.dtype);
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
   const int64_t code_bytes = packed_code_bytes(w.dtype);
-  uint8_t* scales = dst + groups * blocks * code_bytes;  // [G, B, 16] f16
+  const int64_t scale_lanes = w.dtype == DType::kQ5_1 ? 2 * kPackRows : kPackRows;  // f16 d (Q5_1: then m)
+  uint8_t* scales = dst + groups * blocks * code_bytes;  // [G, B, scale_lanes] f16
   std::memset(dst, 0, static_cast<size_t>(packed_bytes(w)));
   int8_t codes[32];
-  float unused_scale;
+  float unused_scale, unused_min;
   for (int64_t r = 0; r < w.rows; ++r) {
     const int64_t g = r / kPackRows, lane = r % kPackRows;
     for (int64_t b = 0; b < blocks; ++b) {
-      weight_block(w, r, b, codes, &unused_scale);
+      weight_block(w, r, b, codes, &unused_scale, &unused_min);
       put_block_codes(w.dtype, codes, dst + (g * blocks + b) * code_bytes + 4 * lane);
-      // The f16 scale as stored (the first 2 bytes of a Q8_0 / Q4_0 / IQ4_NL block).
-      if (w.dtype != DType::kI8)
-        std::memcpy(scales + ((g * blocks + b) * kPackRows + lane) * 2, w.row(r) + b * dtype_block_bytes(w.dtype), 2);
+      // The f16 scales as stored: the block's first 2 bytes (Q5_1: d, then m at 2).
+      if (w.dtype == DType::kI8) continue;
+      const uint8_t* block = w.row(r) + b * dtype_block_bytes(w.dtype);
+      uint8_t* at = scales + ((g * blocks + b) * scale_lanes + lane) * 2;
+      std::memcpy(at, block, 2);
+      if (w.dtype == DType::kQ5_1) std::memcpy(at + kPackRows * 2, block + 2, 2);
     }
   }
 }
