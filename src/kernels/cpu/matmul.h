@@ -64,7 +64,9 @@ namespace cpu {
 //          the 16 lanes' d, then their m; I8 keeps WeightMatrix::scales).
 // Q4_K, Q5_K, Q6_K and IQ4_XS (S = cols / 256 super-blocks) keep their integer scales:
 //   codes  as Q4_0 (Q4_K: the codes 0..15 as nibbles; IQ4_XS: the grid indices; Q5_K: the codes' low 4
-//          bits so, then a fifth vector as Q5_0's) or as Q8_0 (Q6_K: codes + 32);
+//          bits so, then a fifth vector as Q5_0's; Q6_K: the low 4 bits of codes
+//          + 32 so, then two vectors whose lane i has bits 8j + 2q, + 1 of vector
+//          c = 0, 1 set to bits 4, 5 of row i's element 4 (4c + q) + j + 32);
 //   scales [G, S, 320 bytes] (Q4_K, Q5_K): 16 lanes of f16 d, 16 of f16 dmin, then
 //          [8 blocks, 16 lanes] 6-bit scales and [8, 16] 6-bit mins, a byte each;
 //          [G, S, 288 bytes] (Q6_K): 16 lanes of f16 d, then [16 half blocks,

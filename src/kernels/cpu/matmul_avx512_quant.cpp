@@ -199,6 +199,21 @@ struct PackedRows {
       const __m512i high = _mm512_load_si512(e + 4 * 64);
       for (int k = 0; k < 8; ++k)  // v[k] | (high << (7 - k)) & top
         v[k] = _mm512_ternarylogic_epi32(v[k], _mm512_sll_epi32(high, _mm_cvtsi32_si128(7 - k)), top, 0xf8);
+    } else if constexpr (D == DType::kQ6_K) {
+      // u = code + 32 (0..63): its low 4 bits from the nibbles, bits 4 and 5
+      // of code 4k + j from bits 8j + 2q, + 1 of vector 4 + k / 4 (q = k % 4).
+      const __m512i low4 = _mm512_set1_epi8(0x0f), top2 = _mm512_set1_epi8(0x30);
+      for (int m = 0; m < 4; ++m) {
+        const __m512i w = _mm512_load_si512(e + 64 * m);
+        v[m] = _mm512_and_si512(w, low4);
+        v[m + 4] = _mm512_and_si512(_mm512_srli_epi32(w, 4), low4);
+      }
+      for (int c = 0; c < 2; ++c) {
+        const __m512i h = _mm512_load_si512(e + 64 * (4 + c));
+        const __m512i at[4] = {_mm512_slli_epi32(h, 4), _mm512_slli_epi32(h, 2), h, _mm512_srli_epi32(h, 2)};
+        for (int q = 0; q < 4; ++q)  // v | at[q] & top2
+          v[4 * c + q] = _mm512_ternarylogic_epi32(v[4 * c + q], at[q], top2, 0xf8);
+      }
     } else {
       for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(e + 64 * k);
     }

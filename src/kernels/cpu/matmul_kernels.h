@@ -51,6 +51,7 @@ constexpr int64_t kF16PanelGroups = 3;
 // Packed code bytes per group of 16 rows and block (see matmul.h).
 inline int64_t packed_code_bytes(DType d) {
   if (d == DType::kQ4_0 || d == DType::kQ4_K || d == DType::kIQ4_NL || d == DType::kIQ4_XS) return 4 * 64;
+  if (d == DType::kQ6_K) return 6 * 64;
   return d == DType::kQ5_K || d == DType::kQ5_0 || d == DType::kQ5_1 ? 5 * 64 : 8 * 64;
 }
 // Packed scale bytes per group of 16 rows and 256-value super-block of a

@@ -48,7 +48,8 @@ void pack_lanes(const WeightMatrix& w, uint8_t* dst) {
 // lane's word in vector 0), as the kernels read them: 4-bit formats (Q4_0,
 // Q4_K, and the 5-bit formats' low 4 bits) put codes j and j + 16 in the low and high
 // nibble of byte j (j < 16), the 5-bit formats' fifth vector has bit 8j + k for bit 4
-// of code 4k + j, 8-bit formats one code a byte; each code plus a bias makes
+// of code 4k + j, Q6_K's fifth and sixth (c = 0, 1) bits 8j + 2q, + 1 for bits 4, 5
+// of code 4 (4c + q) + j, 8-bit formats one code a byte; each code plus a bias makes
 // it unsigned (Q4_0 8, Q5_0 16, Q4_K / Q5_K / Q5_1 0, Q8_0 / I8 128, Q6_K 32); IQ4_NL and
 // IQ4_XS store each grid value's index.
 void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
@@ -67,6 +68,11 @@ void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
     uint32_t high = 0;
     for (int e = 0; e < 32; ++e) high |= uint32_t(((codes[e] + bias) >> 4) & 1) << (8 * (e % 4) + e / 4);
     std::memcpy(v + 4 * 64, &high, 4);
+  } else if (dtype == DType::kQ6_K) {
+    uint32_t high[2] = {0, 0};
+    for (int e = 0; e < 32; ++e) high[e / 16] |= uint32_t(((codes[e] + bias) >> 4) & 3) << (8 * (e % 4) + 2 * (e / 4 % 4));
+    std::memcpy(v + 4 * 64, &high[0], 4);
+    std::memcpy(v + 5 * 64, &high[1], 4);
   }
   if (packed_code_bytes(dtype) != 8 * 64) {
     for (int j = 0; j < 16; ++j)
