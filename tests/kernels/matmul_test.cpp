@@ -317,16 +317,16 @@ TEST(MatmulTest, PackedTargetsSplitInsideGroups) {
   }
 }
 
-// Targets of the formats read packed only on AVX-512 (k-quants, IQ4, Q5) split
+// Targets of the formats read packed only on AVX-512 (all but Q8_0, Q4_0, I8) split
 // inside a group: each target gives the bits it gives alone.
 TEST(MatmulTest, PackedOnlyTargetsSplitInsideGroups) {
   if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "packed weights are read by the AVX-512 kernels only";
   std::mt19937 rng(4);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
-  const int64_t cols = 512, rows[] = {40, 25, 23, 41, 19, 33, 17};
-  const DType dtypes[] = {DType::kQ4_K, DType::kQ6_K,  DType::kQ5_K, DType::kIQ4_XS,
-                          DType::kIQ4_NL, DType::kQ5_0, DType::kQ5_1};
+  const int64_t cols = 512, rows[] = {40, 25, 23, 41, 19, 33, 17, 30, 21};
+  const DType dtypes[] = {DType::kQ4_K,  DType::kQ6_K, DType::kQ5_K, DType::kIQ4_XS, DType::kIQ4_NL,
+                          DType::kQ5_0,  DType::kQ5_1, DType::kQ3_K, DType::kQ2_K};
   for (int64_t tokens : {1, 5, 9}) {
     std::vector<float> x(static_cast<size_t>(tokens * cols));
     for (float& v : x) v = u(rng);

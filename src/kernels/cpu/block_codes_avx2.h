@@ -1,7 +1,6 @@
-// Internal to the matmul: the codes and scales of the stored blocks as AVX2
-// registers, shared by the AVX2 tiles (matmul_avx2.cpp) and the AVX-512 ones
-// on stored blocks (matmul_avx512_stored.cpp), which call these 256-bit
-// helpers per block and pair two blocks in a 512-bit register.
+// Internal to the matmul: the codes and scales of the stored blocks of the
+// 5-bit, IQ4 and super-block formats as AVX2 registers, for the AVX2 tiles
+// (matmul_avx2.cpp), which also serve unpacked matrices on AVX-512 CPUs.
 #pragma once
 
 #include <immintrin.h>

@@ -32,7 +32,7 @@ struct WeightMatrix {
   int64_t rows = 0;                // out_features
   int64_t cols = 0;                // in_features; a multiple of the format's block (32 or 256)
   const float* scales = nullptr;   // [rows], I8 only
-  // Optional copy of a matrix (any format but f32, Q3_K and Q2_K) in the packed layout below,
+  // Optional copy of a matrix (any format but f32) in the packed layout below,
   // which the AVX-512 kernels stream instead of `data` (that stays valid).
   const uint8_t* packed = nullptr;
 
@@ -62,17 +62,21 @@ namespace cpu {
 //                     row i's element 4k + j is;
 //   scales [G, B, 16] f16 block scales (Q8_0, Q4_0, IQ4_NL, Q5_0; Q5_1: [G, B, 2, 16],
 //          the 16 lanes' d, then their m; I8 keeps WeightMatrix::scales).
-// Q4_K, Q5_K, Q6_K and IQ4_XS (S = cols / 256 super-blocks) keep their integer scales:
+// The super-block formats (S = cols / 256 super-blocks) keep their integer scales:
 //   codes  as Q4_0 (Q4_K: the codes 0..15 as nibbles; IQ4_XS: the grid indices; Q5_K: the codes' low 4
 //          bits so, then a fifth vector as Q5_0's; Q6_K: the low 4 bits of codes
 //          + 32 so, then two vectors whose lane i has bits 8j + 2q, + 1 of vector
-//          c = 0, 1 set to bits 4, 5 of row i's element 4 (4c + q) + j + 32);
+//          c = 0, 1 set to bits 4, 5 of row i's element 4 (4c + q) + j + 32;
+//          Q2_K: 2 vectors of bits 0, 1 of the codes so; Q3_K: of codes + 4,
+//          then bit 2 as Q5_0's fifth vector);
 //   scales [G, S, 320 bytes] (Q4_K, Q5_K): 16 lanes of f16 d, 16 of f16 dmin, then
 //          [8 blocks, 16 lanes] 6-bit scales and [8, 16] 6-bit mins, a byte each;
 //          [G, S, 288 bytes] (Q6_K): 16 lanes of f16 d, then [16 half blocks,
 //          16 lanes] int8 scales;
 //          [G, S, 160 bytes] (IQ4_XS): 16 lanes of f16 d, then [8 blocks, 16
-//          lanes] int8 scales (the 6-bit ones less 32).
+//          lanes] int8 scales (the 6-bit ones less 32); (Q3_K) as Q6_K's, the
+//          6-bit scales less 32; [G, S, 320 bytes] (Q2_K): 16 lanes of f16 d,
+//          16 of f16 dmin, then [16 half blocks, 16 lanes] scale | min << 4.
 // bf16 (C = ceil(cols / 2) column pairs): [G, C, 16 lanes of 4 bytes], lane i of
 // vector c = row 16g + i's columns 2c, 2c + 1 as stored (a missing last column: 0).
 // f16: groups in panels of 3 (kF16PanelGroups; the last panel holds the 1-3
@@ -82,7 +86,7 @@ namespace cpu {
 // The same bytes as the stored matrix when rows is a multiple of 16 (and
 // cols even for bf16).
 constexpr int64_t kPackRows = 16;
-// Bytes of w packed; 0 when its format has no packed layout (f32, Q3_K, Q2_K).
+// Bytes of w packed; 0 when its format has no packed layout (f32).
 int64_t packed_bytes(const WeightMatrix& w);
 // Writes w packed into dst[packed_bytes(w)], 64-byte aligned.
 void pack_matrix(const WeightMatrix& w, uint8_t* dst);

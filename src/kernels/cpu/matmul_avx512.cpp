@@ -246,9 +246,9 @@ TileKernel tile_kernel_avx512(DType dtype) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
-    case DType::kIQ4_XS: return tile_kernel_avx512_quant(dtype);
     case DType::kQ3_K:
-    case DType::kQ2_K: return tile_kernel_avx512_stored(dtype);
+    case DType::kQ2_K:
+    case DType::kIQ4_XS: return tile_kernel_avx512_quant(dtype);
   }
   return nullptr;
 }

@@ -1,5 +1,5 @@
 // AVX-512 VNNI tile kernels for the quantized formats (Q8_0, Q4_0, I8, and
-// packed Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS),
+// packed Q5_0, Q5_1, IQ4_NL and the super-block formats),
 // row-interleaved: each vector lane belongs to one of 16 weight rows, so a
 // block's scale multiplies 16 rows at once and no horizontal sum is needed.
 //
@@ -21,9 +21,11 @@
 //   Q4_K: u = 16 * code (0..15), no offset:  acc_i += (d * sc / 16) * (d_x * D_i) - min_i * d_x * sum(q)
 //   Q5_K: u = 8 * code (0..31), the same with d * sc / 8 (Q5_1: d / 8, min -m)
 //   Q6_K: u = code + 32, per half h:         acc_i += (d * sc_h) * d_x * float(D_ih - 32 * sum_h(q))
-// (the integer corrections exact). They, Q5_0, Q5_1 and IQ4_NL are read packed only; an
-// unpacked matrix goes to the stored-block kernels of
-// matmul_avx512_stored.cpp (Q4_K, Q6_K: to the scalar reference).
+//   Q3_K: u = 8 * (code + 4), the same with (d * (sc_h - 32) / 8)
+//   Q2_K: u = 8 * code + 32, the same with d * sc_h / 8, less dmin * m_h * d_x * sum_h(q)
+// (the integer corrections exact). They, Q5_0, Q5_1 and IQ4_NL are read packed
+// only (the loader packs every matrix on AVX-512); an unpacked one goes to
+// the AVX2 kernels, which read the stored blocks.
 // Rows come from the packed layout of matmul.h when the matrix has one (v[k]
 // as stored there: one sequential stream, nothing to transpose), otherwise
 // straight from the stored blocks, transposed in registers (decode: each
@@ -51,9 +53,10 @@ template <DType D>
 constexpr int64_t kBlockBytes = D == DType::kQ8_0 ? 34 : D == DType::kQ4_0 ? 18 : 32;
 
 // A block's weight scales per lane: dw (k-quants: of the first half block),
-// hi (Q6_K: of the second half), min (Q4_K).
+// hi (Q6_K, Q3_K, Q2_K: of the second half), min (Q4_K, Q5_K, Q5_1; Q2_K: of
+// the first half), min_hi (Q2_K: of the second half).
 struct BlockScales {
-  __m512 dw, hi, min;
+  __m512 dw, hi, min, min_hi;
 };
 
 // 8 x 8 transpose of 32-bit words in each 256-bit half: r[j] holds row j in
@@ -160,7 +163,7 @@ struct PackedRows {
     const int64_t num_blocks = w.cols / 32, num_groups = (w.rows + kGroup - 1) / kGroup;
     codes = w.packed + group * num_blocks * packed_code_bytes(D);
     const uint8_t* after_codes = w.packed + num_groups * num_blocks * packed_code_bytes(D);
-    if constexpr (dtype_is_kquant(D)) {
+    if constexpr (dtype_has_super_blocks(D)) {
       kscales = after_codes + group * (num_blocks / 8) * packed_kscale_bytes(D);
     } else {
       scales = reinterpret_cast<const uint16_t*>(after_codes) + group * num_blocks * kScaleLanes;
@@ -199,6 +202,26 @@ struct PackedRows {
       const __m512i high = _mm512_load_si512(e + 4 * 64);
       for (int k = 0; k < 8; ++k)  // v[k] | (high << (7 - k)) & top
         v[k] = _mm512_ternarylogic_epi32(v[k], _mm512_sll_epi32(high, _mm_cvtsi32_si128(7 - k)), top, 0xf8);
+    } else if constexpr (D == DType::kQ3_K || D == DType::kQ2_K) {
+      // u = 8 * (code + 4) (Q3_K) or 8 * code + 32 (Q2_K), 0..63 as Q6_K's:
+      // bits 0, 1 of code 4k + j from bits 8j + 2q, + 1 of vector k / 4 (q = k %
+      // 4) to bits 3, 4; Q3_K's bit 2 from bit 8j + k of vector 2 to bit 5.
+      const __m512i mid = _mm512_set1_epi8(0x18), top = _mm512_set1_epi8(0x20);
+      for (int c = 0; c < 2; ++c) {
+        const __m512i h = _mm512_load_si512(e + 64 * c);
+        const __m512i at[4] = {_mm512_slli_epi32(h, 3), _mm512_slli_epi32(h, 1), _mm512_srli_epi32(h, 1),
+                               _mm512_srli_epi32(h, 3)};
+        for (int q = 0; q < 4; ++q)  // at[q] & mid | top
+          v[4 * c + q] = _mm512_ternarylogic_epi32(at[q], mid, top, 0xea);
+      }
+      if constexpr (D == DType::kQ3_K) {
+        const __m512i high = _mm512_load_si512(e + 2 * 64);
+        for (int k = 0; k < 8; ++k) {  // bit 5 of v[k]: its top bit when the code's bit 2 is clear
+          const __m512i bit = k <= 5 ? _mm512_sll_epi32(high, _mm_cvtsi32_si128(5 - k))
+                                     : _mm512_srl_epi32(high, _mm_cvtsi32_si128(k - 5));
+          v[k] = _mm512_ternarylogic_epi32(v[k], bit, top, 0xd8);  // top ? bit : v
+        }
+      }
     } else if constexpr (D == DType::kQ6_K) {
       // u = code + 32 (0..63): its low 4 bits from the nibbles, bits 4 and 5
       // of code 4k + j from bits 8j + 2q, + 1 of vector 4 + k / 4 (q = k % 4).
@@ -217,7 +240,7 @@ struct PackedRows {
     } else {
       for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(e + 64 * k);
     }
-    if constexpr (dtype_is_kquant(D)) {
+    if constexpr (dtype_has_super_blocks(D)) {
       load_kscales(b, s);
     } else if constexpr (D != DType::kI8) {
       const uint16_t* f16 = scales + b * kScaleLanes;
@@ -244,9 +267,20 @@ struct PackedRows {
       s->min = _mm512_mul_ps(dmin, m);
     } else if constexpr (D == DType::kIQ4_XS) {
       s->dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(32 + 16 * j))));
-    } else {
-      s->dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(32 + 32 * j))));
-      s->hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(48 + 32 * j))));
+    } else if constexpr (D == DType::kQ2_K) {
+      // Each half's stored byte: scale in the low nibble, min in the high one; u = 8 * code + 32.
+      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + 32)));
+      const __m512 d8 = _mm512_mul_ps(d, _mm512_set1_ps(1.0f / 8.0f));
+      const __m512i lo = _mm512_cvtepu8_epi32(bytes(64 + 32 * j)), hi = _mm512_cvtepu8_epi32(bytes(80 + 32 * j));
+      const __m512i low4 = _mm512_set1_epi32(15);
+      s->dw = _mm512_mul_ps(d8, _mm512_cvtepi32_ps(_mm512_and_si512(lo, low4)));
+      s->hi = _mm512_mul_ps(d8, _mm512_cvtepi32_ps(_mm512_and_si512(hi, low4)));
+      s->min = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(lo, 4)));
+      s->min_hi = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(hi, 4)));
+    } else {  // Q6_K; Q3_K with u = 8 * (code + 4)
+      const __m512 scale = D == DType::kQ3_K ? _mm512_mul_ps(d, _mm512_set1_ps(1.0f / 8.0f)) : d;
+      s->dw = _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(32 + 32 * j))));
+      s->hi = _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(48 + 32 * j))));
     }
   }
 };
@@ -264,10 +298,12 @@ struct PanelRows {
   }
 };
 
-// One Q6_K block of 16 rows (v: codes + 32) against one token's codes xq:
-// each half's integer dot, less 32 times the half's sum(q) (exact), scaled.
-ZL_AVX512 inline __m512 q6_k_block(const __m512i* v, const BlockScales& s, const uint8_t* xq, const int32_t* sum16,
-                                   __m512 dx, __m512 acc) {
+// One Q6_K block of 16 rows (v: codes + 32; Q3_K, Q2_K: 8 codes + 32)
+// against one token's codes xq: each half's integer dot, less 32 times the
+// half's sum(q) (exact), scaled; Q2_K's half mins times d_x * sum(q) off.
+template <DType D>
+ZL_AVX512 inline __m512 half_scaled_block(const __m512i* v, const BlockScales& s, const uint8_t* xq,
+                                          const int32_t* sum16, __m512 dx, __m512 acc) {
   __m512i d0 = _mm512_set1_epi32(-32 * sum16[0]), d1 = _mm512_set1_epi32(-32 * sum16[1]);
   for (int k = 0; k < 4; ++k) {
     int32_t x0, x1;
@@ -277,7 +313,12 @@ ZL_AVX512 inline __m512 q6_k_block(const __m512i* v, const BlockScales& s, const
     d1 = _mm512_dpbusd_epi32(d1, v[k + 4], _mm512_set1_epi32(x1));
   }
   acc = _mm512_fmadd_ps(s.dw, _mm512_mul_ps(_mm512_cvtepi32_ps(d0), dx), acc);
-  return _mm512_fmadd_ps(s.hi, _mm512_mul_ps(_mm512_cvtepi32_ps(d1), dx), acc);
+  acc = _mm512_fmadd_ps(s.hi, _mm512_mul_ps(_mm512_cvtepi32_ps(d1), dx), acc);
+  if constexpr (D == DType::kQ2_K) {
+    acc = _mm512_fnmadd_ps(s.min, _mm512_mul_ps(dx, _mm512_set1_ps(static_cast<float>(sum16[0]))), acc);
+    acc = _mm512_fnmadd_ps(s.min_hi, _mm512_mul_ps(dx, _mm512_set1_ps(static_cast<float>(sum16[1]))), acc);
+  }
+  return acc;
 }
 
 // G groups of 16 rows (src[g]) from row r0 on x tokens t0.. t0+T-1; rows
@@ -299,8 +340,9 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
       const __m512 dx = _mm512_set1_ps(in.xd[tok * num_blocks + b]);
       const float xds = in.xds[tok * num_blocks + b];
       for (int g = 0; g < G; ++g) {
-        if constexpr (D == DType::kQ6_K) {
-          acc[g][t] = q6_k_block(v[g], s[g], xq, in.xsum16 + (tok * num_blocks + b) * 2, dx, acc[g][t]);
+        if constexpr (D == DType::kQ6_K || D == DType::kQ3_K || D == DType::kQ2_K) {
+          const int32_t* sum16 = in.xsum16 + (tok * num_blocks + b) * 2;
+          acc[g][t] = half_scaled_block<D>(v[g], s[g], xq, sum16, dx, acc[g][t]);
           continue;
         }
         // Two integer chains (exact: the order of integer sums does not matter).
@@ -412,14 +454,11 @@ ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_be
   }
 }
 
-// Formats read packed only (the k-quants, IQ4_NL).
+// Formats read packed only (all but Q8_0, Q4_0 and I8).
 template <DType D>
 ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy) {
-  if (w.packed == nullptr) {
-    const TileKernel stored = tile_kernel_avx512_stored(D) != nullptr ? tile_kernel_avx512_stored(D) : tile_kernel_scalar(D);
-    return stored(w, in, row_begin, row_end, y, ldy);
-  }
+  if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
   token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
 }
 
@@ -435,6 +474,8 @@ TileKernel tile_kernel_avx512_quant(DType dtype) {
     case DType::kIQ4_NL: return tile_packed<DType::kIQ4_NL>;
     case DType::kQ4_K: return tile_packed<DType::kQ4_K>;
     case DType::kQ5_K: return tile_packed<DType::kQ5_K>;
+    case DType::kQ3_K: return tile_packed<DType::kQ3_K>;
+    case DType::kQ2_K: return tile_packed<DType::kQ2_K>;
     case DType::kQ6_K: return tile_packed<DType::kQ6_K>;
     case DType::kIQ4_XS: return tile_packed<DType::kIQ4_XS>;
     default: return nullptr;

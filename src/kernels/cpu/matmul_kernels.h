@@ -30,8 +30,7 @@ TileKernel tile_kernel(Isa isa, DType dtype);
 TileKernel tile_kernel_scalar(DType dtype);
 TileKernel tile_kernel_avx2(DType dtype);
 TileKernel tile_kernel_avx512(DType dtype);
-TileKernel tile_kernel_avx512_quant(DType dtype);   // Q8_0, Q4_0, I8, IQ4_NL and the packed k-quants
-TileKernel tile_kernel_avx512_stored(DType dtype);  // matrices of the formats below with no packed copy
+TileKernel tile_kernel_avx512_quant(DType dtype);  // the quantized formats
 // Packed f16 (matmul.h) on AVX-512, the tile kernel for f16 matrices that
 // have a packed copy (matmul_avx512_f16.cpp).
 void packed_f16_tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
@@ -52,11 +51,15 @@ constexpr int64_t kF16PanelGroups = 3;
 inline int64_t packed_code_bytes(DType d) {
   if (d == DType::kQ4_0 || d == DType::kQ4_K || d == DType::kIQ4_NL || d == DType::kIQ4_XS) return 4 * 64;
   if (d == DType::kQ6_K) return 6 * 64;
+  if (d == DType::kQ3_K) return 3 * 64;
+  if (d == DType::kQ2_K) return 2 * 64;
   return d == DType::kQ5_K || d == DType::kQ5_0 || d == DType::kQ5_1 ? 5 * 64 : 8 * 64;
 }
 // Packed scale bytes per group of 16 rows and 256-value super-block of a
 // k-quant (see matmul.h).
-inline int64_t packed_kscale_bytes(DType d) { return d == DType::kQ6_K ? 288 : d == DType::kIQ4_XS ? 160 : 320; }
+inline int64_t packed_kscale_bytes(DType d) {
+  return d == DType::kQ6_K || d == DType::kQ3_K ? 288 : d == DType::kIQ4_XS ? 160 : 320;
+}
 
 // Lanes of the packed group of rows [rg, rg + 16) that a tile of rows
 // [row_lo, row_end) stores (a __mmask16): groups cut by the tile's edges are
@@ -66,20 +69,15 @@ inline uint16_t group_store_mask(int64_t rg, int64_t row_lo, int64_t row_end) {
   return static_cast<uint16_t>(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
 
-// The super-block formats with a packed layout (the k-quants Q4_K, Q5_K,
-// Q6_K and IQ4_XS; the others: core/dtype.h's dtype_has_super_blocks).
-constexpr bool dtype_is_kquant(DType d) {
-  return d == DType::kQ4_K || d == DType::kQ5_K || d == DType::kQ6_K || d == DType::kIQ4_XS;
-}
 constexpr bool dtype_is_q5(DType d) { return d == DType::kQ5_0 || d == DType::kQ5_1; }
-// Formats with no packed layout: every ISA's kernels read their stored blocks.
-constexpr bool dtype_is_stored_only(DType d) { return d == DType::kQ3_K || d == DType::kQ2_K; }
 // Formats multiplied with int8 activations (MatmulInput::xq).
 constexpr bool dtype_is_quantized(DType d) {
   return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kI8 || d == DType::kIQ4_NL ||
          dtype_has_super_blocks(d) || dtype_is_q5(d);
 }
 // Formats whose kernels read MatmulInput::xsum16 (an offset per half block).
-constexpr bool dtype_needs_half_sums(DType d) { return d == DType::kQ6_K || d == DType::kQ2_K; }
+constexpr bool dtype_needs_half_sums(DType d) {
+  return d == DType::kQ6_K || d == DType::kQ3_K || d == DType::kQ2_K;
+}
 
 }  // namespace zl::cpu

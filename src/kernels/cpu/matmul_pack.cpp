@@ -14,9 +14,9 @@ int64_t packed_bytes(const WeightMatrix& w) {
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows;
   if (w.dtype == DType::kBF16) return groups * (w.cols + 1) / 2 * 64;
   if (w.dtype == DType::kF16) return groups * w.cols * 32;
-  if (!dtype_is_quantized(w.dtype) || dtype_is_stored_only(w.dtype)) return 0;
+  if (!dtype_is_quantized(w.dtype)) return 0;
   const int64_t blocks = w.cols / 32;
-  if (dtype_is_kquant(w.dtype))
+  if (dtype_has_super_blocks(w.dtype))
     return groups * (blocks * packed_code_bytes(w.dtype) + w.cols / 256 * packed_kscale_bytes(w.dtype));
   const int64_t scale_bytes = w.dtype == DType::kI8 ? 0 : w.dtype == DType::kQ5_1 ? kPackRows * 4 : kPackRows * 2;
   return groups * blocks * (packed_code_bytes(w.dtype) + scale_bytes);
@@ -44,47 +44,63 @@ void pack_lanes(const WeightMatrix& w, uint8_t* dst) {
   }
 }
 
+// Bit `bit` of each of 32 biased codes u into one lane's word (v): bit 8j + k
+// for code 4k + j.
+void put_bit_plane(const int* u, int bit, uint8_t* v) {
+  uint32_t word = 0;
+  for (int e = 0; e < 32; ++e) word |= uint32_t((u[e] >> bit) & 1) << (8 * (e % 4) + e / 4);
+  std::memcpy(v, &word, 4);
+}
+
+// Bits `bit`, + 1 of each of 32 biased codes u into one lane's word of two
+// vectors (v, v + 64): bits 8j + 2q, + 1 of vector c for code 4 (4c + q) + j.
+void put_pair_plane(const int* u, int bit, uint8_t* v) {
+  uint32_t word[2] = {0, 0};
+  for (int e = 0; e < 32; ++e) word[e / 16] |= uint32_t((u[e] >> bit) & 3) << (8 * (e % 4) + 2 * (e / 4 % 4));
+  std::memcpy(v, &word[0], 4);
+  std::memcpy(v + 64, &word[1], 4);
+}
+
 // A block's 32 codes into one lane's word of each packed vector (v: that
-// lane's word in vector 0), as the kernels read them: 4-bit formats (Q4_0,
-// Q4_K, and the 5-bit formats' low 4 bits) put codes j and j + 16 in the low and high
-// nibble of byte j (j < 16), the 5-bit formats' fifth vector has bit 8j + k for bit 4
-// of code 4k + j, Q6_K's fifth and sixth (c = 0, 1) bits 8j + 2q, + 1 for bits 4, 5
-// of code 4 (4c + q) + j, 8-bit formats one code a byte; each code plus a bias makes
-// it unsigned (Q4_0 8, Q5_0 16, Q4_K / Q5_K / Q5_1 0, Q8_0 / I8 128, Q6_K 32); IQ4_NL and
-// IQ4_XS store each grid value's index.
+// lane's word in vector 0), as the kernels read them, each code plus a bias
+// that makes it unsigned (Q4_0 8, Q5_0 16, Q6_K 32, Q3_K 4, Q8_0 / I8 128,
+// the others 0; IQ4_NL and IQ4_XS: each grid value's index):
+//   8-bit formats (Q8_0, I8): one code a byte, 8 vectors;
+//   4-bit (Q4_0, Q4_K, IQ4): codes j and j + 16 in the low and high nibble
+//   of byte j (j < 16), 4 vectors;
+//   5-bit (Q5_0, Q5_1, Q5_K): the low 4 bits as 4-bit, then bit 4 (put_bit_plane);
+//   Q6_K: the low 4 bits as 4-bit, then bits 4, 5 (put_pair_plane);
+//   Q2_K: bits 0, 1 (put_pair_plane); Q3_K: the same, then bit 2.
 void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
-  int8_t index[32];
-  if (dtype == DType::kIQ4_NL || dtype == DType::kIQ4_XS) {
-    for (int e = 0; e < 32; ++e)
-      index[e] = static_cast<int8_t>(std::find(kIq4Values, kIq4Values + 16, codes[e]) - kIq4Values);
-    codes = index;
-  }
-  const int bias = dtype == DType::kQ4_0                      ? 8
-                   : dtype == DType::kQ5_0                    ? 16
-                   : dtype == DType::kQ6_K                    ? 32
+  const bool iq4 = dtype == DType::kIQ4_NL || dtype == DType::kIQ4_XS;
+  const int bias = dtype == DType::kQ4_0                          ? 8
+                   : dtype == DType::kQ5_0                        ? 16
+                   : dtype == DType::kQ6_K                        ? 32
+                   : dtype == DType::kQ3_K                        ? 4
                    : dtype == DType::kQ8_0 || dtype == DType::kI8 ? 128
-                                                                : 0;
-  if (packed_code_bytes(dtype) == 5 * 64) {  // Q5_0, Q5_1, Q5_K
-    uint32_t high = 0;
-    for (int e = 0; e < 32; ++e) high |= uint32_t(((codes[e] + bias) >> 4) & 1) << (8 * (e % 4) + e / 4);
-    std::memcpy(v + 4 * 64, &high, 4);
-  } else if (dtype == DType::kQ6_K) {
-    uint32_t high[2] = {0, 0};
-    for (int e = 0; e < 32; ++e) high[e / 16] |= uint32_t(((codes[e] + bias) >> 4) & 3) << (8 * (e % 4) + 2 * (e / 4 % 4));
-    std::memcpy(v + 4 * 64, &high[0], 4);
-    std::memcpy(v + 5 * 64, &high[1], 4);
+                                                                  : 0;
+  int u[32];
+  for (int e = 0; e < 32; ++e)
+    u[e] = iq4 ? static_cast<int>(std::find(kIq4Values, kIq4Values + 16, codes[e]) - kIq4Values) : codes[e] + bias;
+  const int64_t vectors = packed_code_bytes(dtype) / 64;
+  if (dtype == DType::kQ2_K || dtype == DType::kQ3_K) {
+    put_pair_plane(u, 0, v);
+    if (dtype == DType::kQ3_K) put_bit_plane(u, 2, v + 2 * 64);
+    return;
   }
-  if (packed_code_bytes(dtype) != 8 * 64) {
-    for (int j = 0; j < 16; ++j)
-      v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(((codes[j] + bias) & 0x0f) | ((codes[j + 16] + bias) & 0x0f) << 4);
-  } else {
-    for (int j = 0; j < 32; ++j) v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(codes[j] + bias);
+  if (vectors == 8) {
+    for (int j = 0; j < 32; ++j) v[j / 4 * 64 + j % 4] = static_cast<uint8_t>(u[j]);
+    return;
   }
+  for (int j = 0; j < 16; ++j) v[j / 4 * 64 + j % 4] = static_cast<uint8_t>((u[j] & 0x0f) | (u[j + 16] & 0x0f) << 4);
+  if (vectors == 5) put_bit_plane(u, 4, v + 4 * 64);
+  if (dtype == DType::kQ6_K) put_pair_plane(u, 4, v + 4 * 64);
 }
 
 // Lane `lane` of super-block sb's scales (matmul.h): Q4_K / Q5_K d, dmin, then
-// the blocks' scales and mins; Q6_K d, then the half blocks' scales; IQ4_XS
-// d, then the blocks' scales less 32.
+// the blocks' scales and mins; Q6_K d, then the half blocks' scales; Q3_K
+// the same less 32; Q2_K d, dmin, then the half blocks' scale and min
+// nibbles as stored; IQ4_XS d, then the blocks' scales less 32.
 void pack_kscales(const WeightMatrix& w, const uint8_t* superblock, int64_t lane, uint8_t* e) {
   uint8_t sc[16], mins[16];
   uint16_t d_bits[2];
@@ -92,6 +108,11 @@ void pack_kscales(const WeightMatrix& w, const uint8_t* superblock, int64_t lane
   std::memcpy(e + 2 * lane, &d_bits[0], 2);
   if (w.dtype == DType::kIQ4_XS) {
     for (int j = 0; j < 8; ++j) e[32 + 16 * j + lane] = static_cast<uint8_t>(sc[j] - 32);
+  } else if (w.dtype == DType::kQ3_K) {
+    for (int k = 0; k < 16; ++k) e[32 + 16 * k + lane] = static_cast<uint8_t>(sc[k] - 32);
+  } else if (w.dtype == DType::kQ2_K) {
+    std::memcpy(e + 32 + 2 * lane, &d_bits[1], 2);
+    for (int k = 0; k < 16; ++k) e[64 + 16 * k + lane] = static_cast<uint8_t>(sc[k] | mins[k] << 4);
   } else if (w.dtype != DType::kQ6_K) {
     std::memcpy(e + 32 + 2 * lane, &d_bits[1], 2);
     for (int j = 0; j < 8; ++j) {
@@ -128,8 +149,8 @@ void pack_kquant(const WeightMatrix& w, uint8_t* dst) {
 void pack_matrix(const WeightMatrix& w, uint8_t* dst) {
   if (w.dtype == DType::kBF16) return pack_lanes<4, 1>(w, dst);
   if (w.dtype == DType::kF16) return pack_lanes<2, kF16PanelGroups>(w, dst);
-  if (dtype_is_kquant(w.dtype)) return pack_kquant(w, dst);
-  CHECK(dtype_is_quantized(w.dtype) && !dtype_is_stored_only(w.dtype) && w.cols % 32 == 0)
+  if (dtype_has_super_blocks(w.dtype)) return pack_kquant(w, dst);
+  CHECK(dtype_is_quantized(w.dtype) && w.cols % 32 == 0)
       << "no packed layout for " << dtype_name(w.dtype);
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, blocks = w.cols / 32;
   const int64_t code_bytes = packed_code_bytes(w.dtype);
