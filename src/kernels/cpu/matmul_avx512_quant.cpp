@@ -285,9 +285,15 @@ struct PackedRows {
   }
 };
 
-// A panel entry per block: v[0..7] then the scales, 9 x 64 bytes.
-constexpr int64_t kPanelEntry = 9 * 64;
+// A panel entry per block: v[0..7] then the scales dw, hi, min, min_hi,
+// 12 x 64 bytes (those the format's math reads).
+constexpr int64_t kPanelEntry = 12 * 64;
+template <DType D>
+constexpr bool kHalfScales = D == DType::kQ6_K || D == DType::kQ3_K || D == DType::kQ2_K;
+template <DType D>
+constexpr bool kMins = D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ5_1 || D == DType::kQ2_K;
 
+template <DType D>
 struct PanelRows {
   const uint8_t* blocks;  // this group's [num_blocks, kPanelEntry]
   template <int T>
@@ -295,6 +301,17 @@ struct PanelRows {
     const uint8_t* e = blocks + b * kPanelEntry;
     for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(e + 64 * k);
     s->dw = _mm512_load_ps(e + 8 * 64);
+    if constexpr (kHalfScales<D>) s->hi = _mm512_load_ps(e + 9 * 64);
+    if constexpr (kMins<D>) s->min = _mm512_load_ps(e + 10 * 64);
+    if constexpr (D == DType::kQ2_K) s->min_hi = _mm512_load_ps(e + 11 * 64);
+  }
+  // Entry e as block() reads it back.
+  static ZL_AVX512 void store(uint8_t* e, const __m512i* v, const BlockScales& s) {
+    for (int k = 0; k < 8; ++k) _mm512_store_si512(e + 64 * k, v[k]);
+    _mm512_store_ps(e + 8 * 64, s.dw);
+    if constexpr (kHalfScales<D>) _mm512_store_ps(e + 9 * 64, s.hi);
+    if constexpr (kMins<D>) _mm512_store_ps(e + 10 * 64, s.min);
+    if constexpr (D == DType::kQ2_K) _mm512_store_ps(e + 11 * 64, s.min_hi);
   }
 };
 
@@ -375,22 +392,26 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
 }
 
 // Rows [row_begin, row_end) x tokens t0.. t0+T-1; panel: nullptr, or the
-// transposed rows from row_begin on ([groups, num_blocks, kPanelEntry]).
+// rows' blocks from the first computed row on ([groups, num_blocks,
+// kPanelEntry]): row_begin, or for a packed matrix the start of its group.
 template <DType D, int T>
 ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                                int64_t t0, float* y, int64_t ldy, const uint8_t* panel) {
   const int64_t entry_bytes = in.cols / 32 * kPanelEntry;
+  // Packed groups start at multiples of 16 rows; the rows before row_begin
+  // in the first one are not stored.
+  const int64_t first = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
   auto run = [&]<int G>(int64_t r0) {
-    if (w.packed != nullptr) {
+    if (panel != nullptr) {
+      PanelRows<D> src[G];
+      for (int g = 0; g < G; ++g) src[g].blocks = panel + ((r0 - first) / kGroup + g) * entry_bytes;
+      micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy);
+    } else if (w.packed != nullptr) {
       PackedRows<D> src[G];
       for (int g = 0; g < G; ++g) src[g].at_group(w, r0 / kGroup + g);
       micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy);
     } else if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8) {  // the others: packed only
-      if (panel != nullptr) {
-        PanelRows src[G];
-        for (int g = 0; g < G; ++g) src[g].blocks = panel + ((r0 - row_begin) / kGroup + g) * entry_bytes;
-        micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
-      } else if constexpr (G == 2) {
+      if constexpr (G == 2) {
         const StoredRows<D> src[2] = {StoredRows<D>(w, r0, row_end), StoredRows<D>(w, r0 + kGroup, row_end)};
         micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy);
       } else {
@@ -399,9 +420,7 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
       }
     }
   };
-  // Packed groups start at multiples of 16 rows; the rows before row_begin
-  // in the first one are not stored.
-  int64_t r = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
+  int64_t r = first;
   // Two groups share each token's codes in prefill; decoding keeps to one
   // group, as 32 concurrent row streams outrun the hardware prefetchers
   // (16 streams read ~1.5x faster here).
@@ -423,10 +442,19 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
   }
 }
 
-// From this many tokens on, rows are transposed once into a panel of 32 rows
-// (576 bytes per 16 rows and block) that every token tile reads.
+// From this many tokens on, rows are transposed (stored matrices) or unpacked
+// (packed ones) once into a panel of 32 rows (kPanelEntry bytes per 16 rows
+// and block) that every token tile reads: the same codes and scales as the
+// tiles would read themselves, so the same results.
 constexpr int64_t kPanelMinTokens = 8;
 constexpr int64_t kPanelRows = 2 * kGroup;
+
+// This thread's panel of kPanelRows rows of num_blocks blocks, 64-byte aligned.
+uint8_t* panel_storage(int64_t num_blocks) {
+  thread_local std::vector<uint8_t> storage;
+  storage.resize(static_cast<size_t>(kPanelRows / kGroup * num_blocks * kPanelEntry + 64));
+  return storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
+}
 
 template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
@@ -434,20 +462,16 @@ ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_be
   if (w.packed != nullptr || in.num_tokens < kPanelMinTokens)
     return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   const int64_t num_blocks = in.cols / 32;
-  thread_local std::vector<uint8_t> storage;
-  storage.resize(static_cast<size_t>(kPanelRows / kGroup * num_blocks * kPanelEntry + 64));
-  uint8_t* panel = storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);  // 64-byte aligned
+  uint8_t* panel = panel_storage(num_blocks);
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanelRows) {
     const int64_t r1 = std::min(row_end, r0 + kPanelRows);
     for (int64_t g = 0; r0 + g * kGroup < r1; ++g) {
       const StoredRows<D> src(w, r0 + g * kGroup, r1);
       for (int64_t b = 0; b < num_blocks; ++b) {
-        uint8_t* e = panel + (g * num_blocks + b) * kPanelEntry;
         __m512i v[8];
-        __m512 dw = _mm512_setzero_ps();
-        load_block<D>(src.row, src.scale_offsets, b, v, &dw);
-        for (int k = 0; k < 8; ++k) _mm512_store_si512(e + 64 * k, v[k]);
-        _mm512_store_ps(e + 8 * 64, dw);
+        BlockScales s{_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        load_block<D>(src.row, src.scale_offsets, b, v, &s.dw);
+        PanelRows<D>::store(panel + (g * num_blocks + b) * kPanelEntry, v, s);
       }
     }
     token_tiles<D>(w, in, r0, r1, y, ldy, panel);
@@ -459,7 +483,23 @@ template <DType D>
 ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy) {
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
-  token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+  if (in.num_tokens < kPanelMinTokens) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+  const int64_t num_blocks = in.cols / 32;
+  uint8_t* panel = panel_storage(num_blocks);
+  for (int64_t r0 = row_begin / kGroup * kGroup; r0 < row_end; r0 += kPanelRows) {
+    const int64_t r1 = std::min(row_end, r0 + kPanelRows);
+    for (int64_t g = 0; r0 + g * kGroup < r1; ++g) {
+      PackedRows<D> src;
+      src.at_group(w, r0 / kGroup + g);
+      for (int64_t b = 0; b < num_blocks; ++b) {
+        __m512i v[8];
+        BlockScales s{_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        src.template block<kPanelMinTokens>(b, v, &s);
+        PanelRows<D>::store(panel + (g * num_blocks + b) * kPanelEntry, v, s);
+      }
+    }
+    token_tiles<D>(w, in, std::max(row_begin, r0), r1, y, ldy, panel);
+  }
 }
 
 }  // namespace
