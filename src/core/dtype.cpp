@@ -91,6 +91,13 @@ void scales_mins_6bit(const uint8_t* s, uint8_t* sc, uint8_t* mins) {
 
 }  // namespace
 
+void iq4_codes(const uint8_t* qs, int8_t* codes) {
+  for (int j = 0; j < 16; ++j) {
+    codes[j] = kIq4Values[qs[j] & 0x0f];
+    codes[j + 16] = kIq4Values[qs[j] >> 4];
+  }
+}
+
 void kquant_scales(DType dtype, const uint8_t* p, uint8_t* sc, uint8_t* mins, uint16_t* d_bits) {
   switch (dtype) {
     case DType::kQ4_K:
@@ -175,15 +182,9 @@ void super_block_codes(DType dtype, const uint8_t* p, int j, int8_t* codes) {
       }
       return;
     }
-    case DType::kIQ4_XS: {
-      // Block j: 16 bytes at 8 + 16 j, elements l < 16 the low nibbles, l + 16 the high ones.
-      const uint8_t* qs = p + 8 + 16 * j;
-      for (int l = 0; l < 16; ++l) {
-        codes[l] = kIq4Values[qs[l] & 0x0f];
-        codes[l + 16] = kIq4Values[qs[l] >> 4];
-      }
+    case DType::kIQ4_XS:  // block j: the 16 bytes at 8 + 16 j
+      iq4_codes(p + 8 + 16 * j, codes);
       return;
-    }
     default: CHECK(false) << dtype_name(dtype) << " has no super-blocks";
   }
 }
@@ -283,19 +284,19 @@ void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems) {
       }
       return;
     }
-    case DType::kIQ4_NL:
-      // Block: f16 d, 16 bytes of indices laid out as Q4_0's nibbles; x = d * kIq4Values[index].
+    case DType::kIQ4_NL: {
+      // Block: f16 d, 16 bytes of indices (iq4_codes); x = d * kIq4Values[index].
       CHECK(num_elems % 32 == 0);
+      int8_t codes[32];
       for (int64_t b = 0; b < num_elems / 32; ++b, p += 18) {
         uint16_t h;
         std::memcpy(&h, p, 2);
         const float d = f16_to_f32(h);
-        for (int j = 0; j < 16; ++j) {
-          dst[b * 32 + j] = d * static_cast<float>(kIq4Values[p[2 + j] & 0x0f]);
-          dst[b * 32 + j + 16] = d * static_cast<float>(kIq4Values[p[2 + j] >> 4]);
-        }
+        iq4_codes(p + 2, codes);
+        for (int j = 0; j < 32; ++j) dst[b * 32 + j] = d * static_cast<float>(codes[j]);
       }
       return;
+    }
     case DType::kQ4_K:
     case DType::kQ6_K:
     case DType::kQ5_K:

@@ -112,6 +112,10 @@ void q5_codes(DType dtype, const uint8_t* p, uint8_t* codes);
 // (ggml's kvalues_iq4nl), a non-uniform grid denser near zero.
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};
+// The 32 grid values of 16 bytes of IQ4 indices (an IQ4_NL block after its
+// f16 d, an IQ4_XS block of 32): element j < 16 is the low nibble of byte j,
+// element j + 16 its high nibble (Q4_0's layout).
+void iq4_codes(const uint8_t* qs, int8_t* codes);
 
 // Formats of 256-value super-blocks (k-quants and IQ4_XS).
 constexpr bool dtype_has_super_blocks(DType d) {

@@ -73,10 +73,7 @@ void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, fl
       p += b * 18;
       std::memcpy(&h, p, 2);
       *scale = f16_to_f32(h);
-      for (int j = 0; j < 16; ++j) {
-        codes[j] = kIq4Values[p[2 + j] & 0x0f];
-        codes[j + 16] = kIq4Values[p[2 + j] >> 4];
-      }
+      iq4_codes(p + 2, codes);
       return;
     default:  // kI8
       std::memcpy(codes, p + b * 32, 32);
