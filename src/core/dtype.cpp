@@ -25,34 +25,6 @@ const char* dtype_name(DType dtype) {
   return "?";
 }
 
-int64_t dtype_block_elems(DType dtype) {
-  if (dtype_has_super_blocks(dtype)) return 256;
-  const bool block32 = dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ5_0 ||
-                       dtype == DType::kQ5_1 || dtype == DType::kIQ4_NL;
-  return block32 ? 32 : 1;
-}
-
-int64_t dtype_block_bytes(DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return 4;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
-    case DType::kQ8_0: return 2 + 32;       // f16 scale, 32 x int8
-    case DType::kQ4_0: return 2 + 16;       // f16 scale, 32 x 4-bit
-    case DType::kI8: return 1;
-    case DType::kQ4_K: return 2 + 2 + 12 + 128;  // f16 d, dmin; 6-bit scales, mins; 256 x 4-bit
-    case DType::kQ6_K: return 128 + 64 + 16 + 2;  // 256 x (4 + 2 bits); int8 scales; f16 d
-    case DType::kQ5_0: return 2 + 4 + 16;           // f16 d; 32 high bits; 32 x 4-bit
-    case DType::kQ5_1: return 2 + 2 + 4 + 16;       // f16 d, m; 32 high bits; 32 x 4-bit
-    case DType::kQ5_K: return 2 + 2 + 12 + 32 + 128;  // Q4_K's and 256 high bits
-    case DType::kQ3_K: return 32 + 64 + 12 + 2;       // 256 high bits; 256 x 2-bit; 6-bit scales; f16 d
-    case DType::kQ2_K: return 16 + 64 + 2 + 2;        // 4-bit scales and mins; 256 x 2-bit; f16 d, dmin
-    case DType::kIQ4_NL: return 2 + 16;               // f16 d, 32 x 4-bit index
-    case DType::kIQ4_XS: return 2 + 2 + 4 + 128;      // f16 d; 6-bit scales; 256 x 4-bit index
-  }
-  return 0;
-}
-
 std::optional<uint64_t> dtype_bytes(DType dtype, uint64_t num_elems) {
   uint64_t block = static_cast<uint64_t>(dtype_block_elems(dtype));
   if (num_elems % block != 0) return std::nullopt;

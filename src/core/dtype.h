@@ -17,10 +17,43 @@
 namespace zl {
 
 const char* dtype_name(DType dtype);
+
+// Formats of 256-value super-blocks (k-quants and IQ4_XS).
+constexpr bool dtype_has_super_blocks(DType d) {
+  return d == DType::kQ4_K || d == DType::kQ6_K || d == DType::kQ5_K || d == DType::kQ3_K || d == DType::kQ2_K ||
+         d == DType::kIQ4_XS;
+}
+
 // Elements per block (1 for plain types, 32 or 256 for the block formats above).
-int64_t dtype_block_elems(DType dtype);
+constexpr int64_t dtype_block_elems(DType dtype) {
+  if (dtype_has_super_blocks(dtype)) return 256;
+  const bool block32 = dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ5_0 ||
+                       dtype == DType::kQ5_1 || dtype == DType::kIQ4_NL;
+  return block32 ? 32 : 1;
+}
+
 // Bytes per block.
-int64_t dtype_block_bytes(DType dtype);
+constexpr int64_t dtype_block_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return 4;
+    case DType::kF16: return 2;
+    case DType::kBF16: return 2;
+    case DType::kQ8_0: return 2 + 32;       // f16 scale, 32 x int8
+    case DType::kQ4_0: return 2 + 16;       // f16 scale, 32 x 4-bit
+    case DType::kI8: return 1;
+    case DType::kQ4_K: return 2 + 2 + 12 + 128;  // f16 d, dmin; 6-bit scales, mins; 256 x 4-bit
+    case DType::kQ6_K: return 128 + 64 + 16 + 2;  // 256 x (4 + 2 bits); int8 scales; f16 d
+    case DType::kQ5_0: return 2 + 4 + 16;           // f16 d; 32 high bits; 32 x 4-bit
+    case DType::kQ5_1: return 2 + 2 + 4 + 16;       // f16 d, m; 32 high bits; 32 x 4-bit
+    case DType::kQ5_K: return 2 + 2 + 12 + 32 + 128;  // Q4_K's and 256 high bits
+    case DType::kQ3_K: return 32 + 64 + 12 + 2;       // 256 high bits; 256 x 2-bit; 6-bit scales; f16 d
+    case DType::kQ2_K: return 16 + 64 + 2 + 2;        // 4-bit scales and mins; 256 x 2-bit; f16 d, dmin
+    case DType::kIQ4_NL: return 2 + 16;               // f16 d, 32 x 4-bit index
+    case DType::kIQ4_XS: return 2 + 2 + 4 + 128;      // f16 d; 6-bit scales; 256 x 4-bit index
+  }
+  return 0;
+}
+
 // Bytes for num_elems elements; nullopt on overflow or a partial block.
 std::optional<uint64_t> dtype_bytes(DType dtype, uint64_t num_elems);
 
@@ -117,11 +150,6 @@ inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -
 // element j + 16 its high nibble (Q4_0's layout).
 void iq4_codes(const uint8_t* qs, int8_t* codes);
 
-// Formats of 256-value super-blocks (k-quants and IQ4_XS).
-constexpr bool dtype_has_super_blocks(DType d) {
-  return d == DType::kQ4_K || d == DType::kQ6_K || d == DType::kQ5_K || d == DType::kQ3_K || d == DType::kQ2_K ||
-         d == DType::kIQ4_XS;
-}
 
 // One block of 32 elements (j = 0..7) of super-block p, as codes and
 // per-half scales and offsets: element i = scale[i / 16] * codes[i] -

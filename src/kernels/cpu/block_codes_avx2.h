@@ -14,21 +14,6 @@
 
 namespace zl::cpu {
 
-// Bytes per block of 32 or super-block of 256 (I8: rows of 32).
-template <DType D>
-constexpr int64_t kBlockBytes = D == DType::kQ8_0     ? 34
-                                : D == DType::kQ4_0   ? 18
-                                : D == DType::kQ5_0   ? 22
-                                : D == DType::kQ5_1   ? 24
-                                : D == DType::kIQ4_NL ? 18
-                                : D == DType::kQ4_K   ? 144
-                                : D == DType::kQ6_K   ? 210
-                                : D == DType::kQ5_K   ? 176
-                                : D == DType::kQ3_K   ? 110
-                                : D == DType::kQ2_K   ? 84
-                                : D == DType::kIQ4_XS ? 136
-                                                      : 32;
-
 // The 32 codes of 16 bytes of IQ4 indices (element j < 16: the low nibble of
 // byte j, j + 16: its high nibble) as the signed grid values kIq4Values.
 ZL_AVX2 inline __m256i iq4_codes(const uint8_t* qs) {

@@ -58,7 +58,7 @@ ZL_AVX2 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t r
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
     }
   }
-  float tail_w[8];
+  float tail_w[8] = {};  // filled below when k < n, the only time it is read
   for (int r = 0; r < R; ++r) {
     if (k < n) dtype_to_f32(w.dtype, wr[r] + k * dtype_block_bytes(D), tail_w, n - k);
     for (int t = 0; t < T; ++t) {

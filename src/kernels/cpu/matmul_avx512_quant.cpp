@@ -49,9 +49,6 @@ namespace {
 constexpr int kGroup = 16;  // rows per vector
 static_assert(kGroup == kPackRows);
 
-template <DType D>
-constexpr int64_t kBlockBytes = D == DType::kQ8_0 ? 34 : D == DType::kQ4_0 ? 18 : 32;
-
 // A block's weight scales per lane: dw (k-quants: of the first half block),
 // hi (Q6_K, Q3_K, Q2_K: of the second half), min (Q4_K, Q5_K, Q5_1; Q2_K: of
 // the first half), min_hi (Q2_K: of the second half).

@@ -45,6 +45,9 @@ void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp);
 // block's values are scale * code + min (I8: scale 1; min 0 but for Q5_1,
 // codes 0..31, which needs min non-null).
 void weight_block(const WeightMatrix& w, int64_t r, int64_t b, int8_t* codes, float* scale, float* min = nullptr);
+// Bytes of a stored block of 32 or super-block of 256 (I8: a row's 32 codes).
+template <DType D>
+constexpr int64_t kBlockBytes = D == DType::kI8 ? 32 : dtype_block_bytes(D);
 // Groups of 16 rows per panel of packed f16 (see matmul.h).
 constexpr int64_t kF16PanelGroups = 3;
 // Packed code bytes per group of 16 rows and block (see matmul.h).
