@@ -446,6 +446,18 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
 constexpr int64_t kPanelMinTokens = 8;
 constexpr int64_t kPanelRows = 2 * kGroup;
 
+// Every block of one group of 16 rows (src: StoredRows or PackedRows) into
+// its panel entries, as the tiles would read it.
+template <DType D, class Src>
+ZL_AVX512 void fill_panel_group(const Src& src, int64_t num_blocks, uint8_t* entries) {
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    __m512i v[8];
+    BlockScales s{_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    src.template block<kPanelMinTokens>(b, v, &s);
+    PanelRows<D>::store(entries + b * kPanelEntry, v, s);
+  }
+}
+
 // This thread's panel of kPanelRows rows of num_blocks blocks, 64-byte aligned.
 uint8_t* panel_storage(int64_t num_blocks) {
   thread_local std::vector<uint8_t> storage;
@@ -453,26 +465,38 @@ uint8_t* panel_storage(int64_t num_blocks) {
   return storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
 }
 
+// Rows [row_begin, row_end) x all tokens through panels: each group of 16
+// rows (from the first computed row, as rows_for_tokens counts them) is read
+// once, as the tiles would read it (StoredRows or PackedRows), into the
+// panel, then every token tile reads the panel.
+template <DType D>
+ZL_AVX512 void panel_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                           float* y, int64_t ldy) {
+  const int64_t num_blocks = in.cols / 32;
+  uint8_t* panel = panel_storage(num_blocks);
+  const int64_t first = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
+  for (int64_t r0 = first; r0 < row_end; r0 += kPanelRows) {
+    const int64_t r1 = std::min(row_end, r0 + kPanelRows);
+    for (int64_t g = 0; r0 + g * kGroup < r1; ++g) {
+      uint8_t* entries = panel + g * num_blocks * kPanelEntry;
+      if (w.packed != nullptr) {
+        PackedRows<D> src;
+        src.at_group(w, r0 / kGroup + g);
+        fill_panel_group<D>(src, num_blocks, entries);
+      } else if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8) {
+        fill_panel_group<D>(StoredRows<D>(w, r0 + g * kGroup, r1), num_blocks, entries);
+      }
+    }
+    token_tiles<D>(w, in, std::max(row_begin, r0), r1, y, ldy, panel);
+  }
+}
+
 template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
   if (w.packed != nullptr || in.num_tokens < kPanelMinTokens)
     return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
-  const int64_t num_blocks = in.cols / 32;
-  uint8_t* panel = panel_storage(num_blocks);
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanelRows) {
-    const int64_t r1 = std::min(row_end, r0 + kPanelRows);
-    for (int64_t g = 0; r0 + g * kGroup < r1; ++g) {
-      const StoredRows<D> src(w, r0 + g * kGroup, r1);
-      for (int64_t b = 0; b < num_blocks; ++b) {
-        __m512i v[8];
-        BlockScales s{_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        load_block<D>(src.row, src.scale_offsets, b, v, &s.dw);
-        PanelRows<D>::store(panel + (g * num_blocks + b) * kPanelEntry, v, s);
-      }
-    }
-    token_tiles<D>(w, in, r0, r1, y, ldy, panel);
-  }
+  panel_tiles<D>(w, in, row_begin, row_end, y, ldy);
 }
 
 // Formats read packed only (all but Q8_0, Q4_0 and I8).
@@ -481,22 +505,7 @@ ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t
                            float* y, int64_t ldy) {
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
   if (in.num_tokens < kPanelMinTokens) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
-  const int64_t num_blocks = in.cols / 32;
-  uint8_t* panel = panel_storage(num_blocks);
-  for (int64_t r0 = row_begin / kGroup * kGroup; r0 < row_end; r0 += kPanelRows) {
-    const int64_t r1 = std::min(row_end, r0 + kPanelRows);
-    for (int64_t g = 0; r0 + g * kGroup < r1; ++g) {
-      PackedRows<D> src;
-      src.at_group(w, r0 / kGroup + g);
-      for (int64_t b = 0; b < num_blocks; ++b) {
-        __m512i v[8];
-        BlockScales s{_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        src.template block<kPanelMinTokens>(b, v, &s);
-        PanelRows<D>::store(panel + (g * num_blocks + b) * kPanelEntry, v, s);
-      }
-    }
-    token_tiles<D>(w, in, std::max(row_begin, r0), r1, y, ldy, panel);
-  }
+  panel_tiles<D>(w, in, row_begin, row_end, y, ldy);
 }
 
 }  // namespace
