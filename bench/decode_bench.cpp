@@ -4,6 +4,11 @@
 //   * prefill: one forward of a --prompt token sequence (llama-bench's pp512);
 //   * decode at each --batches size B: B sequences (16-token prompts), then
 //     --steps forward passes of one token per sequence (llama-bench's tg).
+//     With --context N, each sequence's first N positions are instead filled
+//     with random keys and values (stored in the KV format, not computed) and
+//     decode starts at position N (llama-bench's -d N): what attention over a
+//     long context costs beside the weights.
+// The KV cache is --kv-cache-dtype (auto: as the engine chooses).
 // Every measurement is repeated --runs times; min and median are reported,
 // and cpu_tok_s_median counts the calling thread's CPU time instead of wall
 // time (with --threads 1 that ignores time slices other processes took).
@@ -18,6 +23,7 @@
 // Usage: decode_bench --model dummy:llama-1b --formats f32,bf16,int8,q8_0,q4_0
 //                     [--threads 2] [--runs 3] [--steps 16] [--prompt 512] [--batches 1,8]
 //        decode_bench --model FILE.gguf --formats stored
+//        decode_bench --model dummy:llama-1b --formats bf16 --kv-cache-dtype q8_0 --context 4096 --prompt 0
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -39,7 +45,8 @@ struct Options {
   std::string model = "dummy:llama-110m";
   std::vector<std::string> formats = {"f32", "bf16", "int8", "q8_0", "q4_0"};
   std::vector<int> batches = {1, 8};
-  int threads = 0, runs = 3, steps = 16, prompt = 512;
+  int threads = 0, runs = 3, steps = 16, prompt = 512, context = 0;
+  std::string kv_cache_dtype = "auto";
   double bandwidth_gbs = 0;
 };
 
@@ -87,9 +94,34 @@ std::vector<ByteSpan> weight_spans(const ModelWeights& w) {
   return spans;
 }
 
-// One JSON line. bw_fractions: per decode run, its weight sweep's time over its
-// time per forward pass (empty: against o.bandwidth_gbs); sweep_gbs: those sweeps.
-void print_line(const Options& o, const std::string& format, const char* phase, int batch, int tokens_per_run,
+// Positions [0, context) of each table's sequence, every layer: random keys
+// and values in [-1, 1), stored in the cache's format.
+void fill_context(KvCache& cache, int32_t num_layers, const std::vector<std::vector<int32_t>>& tables, int context) {
+  std::vector<float> values(static_cast<size_t>(cache.kv_dim()));
+  uint32_t state = 12345;
+  for (const std::vector<int32_t>& table : tables)
+    for (int32_t layer = 0; layer < num_layers; ++layer)
+      for (int pos = 0; pos < context; ++pos) {
+        const cpu::KvLayout& l = cache.layout(layer);
+        const int32_t block = table[static_cast<size_t>(pos / cache.block_size())];
+        for (uint8_t* arena : {cache.k(layer), cache.v(layer)}) {
+          for (float& x : values) {
+            state = state * 1664525u + 1013904223u;
+            x = static_cast<float>(state >> 8) * (2.0f / 16777216.0f) - 1.0f;
+          }
+          cpu::store_kv(l, values.data(), arena, block, pos % cache.block_size());
+        }
+      }
+}
+
+// The KV cache of a run: its format and bytes per token over all layers.
+struct KvInfo {
+  KvCacheDtype dtype;
+  int64_t bytes_per_token;
+};
+
+void print_line(const Options& o, const std::string& format, const KvInfo& kv, const char* phase, int batch,
+                int tokens_per_run,
                 const std::vector<double>& seconds, const std::vector<double>& cpu_seconds, int64_t weight_bytes,
                 int64_t params, const std::vector<double>& bw_fractions, const std::vector<double>& sweep_gbs) {
   std::vector<double> tok_s, cpu_tok_s;
@@ -111,14 +143,109 @@ void print_line(const Options& o, const std::string& format, const char* phase, 
     std::snprintf(bw_fields, sizeof bw_fields, "\"bandwidth_gbs\":%.2f,\"bw_fraction\":%.3f", o.bandwidth_gbs,
                   gbs / o.bandwidth_gbs);
   }
-  std::printf("{\"bench\":\"%s\",\"model\":\"%s\",\"format\":\"%s\",\"isa\":\"%s\",\"threads\":%d,"
-              "\"batch\":%d,\"tokens_per_run\":%d,\"runs\":%zu,\"tok_s_min\":%.2f,\"tok_s_median\":%.2f,"
+  std::printf("{\"bench\":\"%s\",\"model\":\"%s\",\"format\":\"%s\",\"kv_dtype\":\"%s\","
+              "\"kv_bytes_per_token\":%lld,\"context\":%d,\"isa\":\"%s\",\"threads\":%d,\"batch\":%d,\"tokens_per_run\":%d,\"runs\":%zu,\"tok_s_min\":%.2f,\"tok_s_median\":%.2f,"
               "\"tok_s_max\":%.2f,\"weight_bytes\":%lld,\"weight_gbs\":%.2f,%s,\"gflops\":%.1f,"
               "\"cpu_tok_s_median\":%.2f}\n",
-              phase, o.model.c_str(), format.c_str(), cpu::isa_name(cpu::active_isa()), o.threads, batch,
+              phase, o.model.c_str(), format.c_str(), kv_cache_dtype_name(kv.dtype),
+              static_cast<long long>(kv.bytes_per_token), o.context,
+              cpu::isa_name(cpu::active_isa()), o.threads, batch,
               tokens_per_run, seconds.size(), s.min, s.median, s.max, static_cast<long long>(weight_bytes), gbs,
               bw_fields, 2.0 * static_cast<double>(params) * s.median / 1e9, summarize(cpu_tok_s).median);
   std::fflush(stdout);
+}
+
+// What one format's runs share: the model, its KV cache and one block table
+// per sequence.
+struct Run {
+  Run(const Options& o, const std::string& format, LlamaModel& model, KvCache& cache, KvInfo kv)
+      : o(o), format(format), model(model), cache(cache), kv(kv) {}
+
+  const Options& o;
+  const std::string& format;
+  LlamaModel& model;
+  KvCache& cache;
+  KvInfo kv;
+  std::vector<std::vector<int32_t>> tables;
+  int64_t weight_bytes = 0, params = 0;
+  std::mt19937 rng{7};
+  std::uniform_int_distribution<int32_t> token;
+  std::vector<float> logits;
+};
+
+// One chunk of o.prompt tokens from position 0.
+Status bench_prefill(Run& r) {
+  const Options& o = r.o;
+  std::vector<int32_t> prompt(static_cast<size_t>(o.prompt));
+  for (int32_t& t : prompt) t = r.token(r.rng);
+  std::vector<double> prefill_s, prefill_cpu_s;
+  for (int run = 0; run <= o.runs; ++run) {
+    SeqChunk chunk{0, o.prompt, 0, r.tables[0]};
+    int32_t last = o.prompt - 1;
+    auto start = std::chrono::steady_clock::now();
+    const double cpu_start = thread_cpu_seconds();
+    ZL_RETURN_IF_ERROR(r.model.forward({prompt, {&chunk, 1}, {&last, 1}}, r.cache, r.logits.data()));
+    if (run > 0) {  // run 0 warms up
+      prefill_s.push_back(seconds_since(start));
+      prefill_cpu_s.push_back(thread_cpu_seconds() - cpu_start);
+    }
+  }
+  print_line(o, r.format, r.kv, "prefill", 1, o.prompt, prefill_s, prefill_cpu_s, r.weight_bytes, r.params, {}, {});
+  return ok_status();
+}
+
+// o.steps single-token steps of `batch` sequences from position `start_pos`
+// (after 16-token prompts, or a filled context); returns seconds.
+StatusOr<double> decode_steps(Run& r, int batch, int start_pos) {
+  std::vector<SeqChunk> chunks;
+  std::vector<int32_t> rows;
+  const auto start = std::chrono::steady_clock::now();
+  for (int step = 0; step < r.o.steps; ++step) {
+    std::vector<int32_t> step_tokens(static_cast<size_t>(batch));
+    for (int32_t& t : step_tokens) t = r.token(r.rng);
+    chunks.clear();
+    rows.clear();
+    for (int s = 0; s < batch; ++s) {
+      chunks.push_back({s, 1, start_pos + step, r.tables[static_cast<size_t>(s)]});
+      rows.push_back(s);
+    }
+    ZL_RETURN_IF_ERROR(r.model.forward({step_tokens, chunks, rows}, r.cache, r.logits.data()));
+  }
+  return seconds_since(start);
+}
+
+Status bench_decode(Run& r, SpanSweep& floor, int batch) {
+  const Options& o = r.o;
+  const bool paired = o.bandwidth_gbs <= 0;
+  std::vector<double> decode_s, decode_cpu_s, fractions, sweep_gbs;
+  for (int run = 0; run <= o.runs; ++run) {
+    if (o.context == 0) {  // 16-token prompts for every sequence, untimed
+      std::vector<int32_t> toks(static_cast<size_t>(batch) * 16);
+      for (int32_t& t : toks) t = r.token(r.rng);
+      std::vector<SeqChunk> chunks;
+      std::vector<int32_t> rows;
+      for (int s = 0; s < batch; ++s) {
+        chunks.push_back({s * 16, 16, 0, r.tables[static_cast<size_t>(s)]});
+        rows.push_back(s * 16 + 15);
+      }
+      ZL_RETURN_IF_ERROR(r.model.forward({toks, chunks, rows}, r.cache, r.logits.data()));
+    }
+    // The fastest of 3 sweeps: a time slice lost to another process makes
+    // a sweep slower, and the floor should be what the memory can give now.
+    const double sweep_s = paired ? std::min({floor.sweep(), floor.sweep(), floor.sweep()}) : 0;
+    const double cpu_start = thread_cpu_seconds();
+    ZL_ASSIGN_OR_RETURN(const double seconds, decode_steps(r, batch, o.context > 0 ? o.context : 16));
+    if (run == 0) continue;  // warm-up
+    decode_s.push_back(seconds);
+    decode_cpu_s.push_back(thread_cpu_seconds() - cpu_start);
+    if (paired) {
+      fractions.push_back(sweep_s / (seconds / o.steps));
+      sweep_gbs.push_back(static_cast<double>(r.weight_bytes) / sweep_s / 1e9);
+    }
+  }
+  print_line(o, r.format, r.kv, "decode", batch, batch * o.steps, decode_s, decode_cpu_s, r.weight_bytes, r.params,
+             fractions, sweep_gbs);
+  return ok_status();
 }
 
 Status bench_format(const Options& o, const std::string& format_name) {
@@ -127,85 +254,33 @@ Status bench_format(const Options& o, const std::string& format_name) {
   load.weight_format = format;
   ZL_ASSIGN_OR_RETURN(ModelSource source, open_model(o.model, load));
   ModelConfig& c = source.config;
-  const int max_batch = std::max(o.prompt, *std::max_element(o.batches.begin(), o.batches.end()) * 16);
-  c.max_seq_len = std::min(c.max_seq_len, o.prompt + o.steps + 64);
+  const int max_seqs = *std::max_element(o.batches.begin(), o.batches.end());
+  const int max_batch = std::max({o.prompt, max_seqs * 16, 1});
+  const int needed = std::max(o.prompt, std::max(o.context, 16) + o.steps) + 64;
+  if (needed > c.max_seq_len)
+    return invalid_argument("--context ", o.context, " exceeds the model's context of ", c.max_seq_len);
+  c.max_seq_len = needed;
   ZL_ASSIGN_OR_RETURN(ModelWeights weights, load_model_weights(source));
-  const int64_t params = config_num_params(c) - (c.tie_word_embeddings ? 0 : int64_t{c.vocab_size} * c.dim);
+  ZL_ASSIGN_OR_RETURN(KvCacheDtype kv_dtype, parse_kv_cache_dtype(o.kv_cache_dtype));
+  if (kv_dtype == KvCacheDtype::kAuto) kv_dtype = default_kv_dtype(weights);
   ThreadPool pool(o.threads);
   LlamaModel model(c, weights, pool, max_batch);
   SpanSweep floor(pool, weight_spans(weights));
-  const int64_t weight_bytes = floor.bytes();
-  const bool paired = o.bandwidth_gbs <= 0;
-  if (paired) floor.sweep();  // warm-up
+  if (o.bandwidth_gbs <= 0) floor.sweep();  // warm-up
   constexpr int32_t kBlockSize = 16;
   const int32_t blocks_per_seq = (c.max_seq_len + kBlockSize - 1) / kBlockSize;
-  const int max_seqs = *std::max_element(o.batches.begin(), o.batches.end());
-  ZL_ASSIGN_OR_RETURN(auto cache, KvCache::create(c, blocks_per_seq * max_seqs, kBlockSize));
-  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_seqs));
+  ZL_ASSIGN_OR_RETURN(auto cache, KvCache::create(c, blocks_per_seq * max_seqs, kBlockSize, 0, kv_dtype));
+  Run r(o, format_name, model, *cache, {kv_dtype, KvCache::block_bytes(c, 1, c.num_layers, kv_dtype)});
+  r.tables.resize(static_cast<size_t>(max_seqs));
   for (int s = 0; s < max_seqs; ++s)
-    for (int b = 0; b < blocks_per_seq; ++b) tables[static_cast<size_t>(s)].push_back(s * blocks_per_seq + b);
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> token(0, std::min(c.vocab_size, 256) - 1);
-  std::vector<float> logits(static_cast<size_t>(max_batch) * c.vocab_size);
-
-  // Prefill: one chunk of o.prompt tokens from position 0.
-  std::vector<int32_t> prompt(static_cast<size_t>(o.prompt));
-  for (int32_t& t : prompt) t = token(rng);
-  std::vector<double> prefill_s, prefill_cpu_s;
-  for (int run = 0; run <= o.runs; ++run) {
-    SeqChunk chunk{0, o.prompt, 0, tables[0]};
-    int32_t last = o.prompt - 1;
-    auto start = std::chrono::steady_clock::now();
-    const double cpu_start = thread_cpu_seconds();
-    ZL_RETURN_IF_ERROR(model.forward({prompt, {&chunk, 1}, {&last, 1}}, *cache, logits.data()));
-    if (run > 0) {  // run 0 warms up
-      prefill_s.push_back(seconds_since(start));
-      prefill_cpu_s.push_back(thread_cpu_seconds() - cpu_start);
-    }
-  }
-  print_line(o, format_name, "prefill", 1, o.prompt, prefill_s, prefill_cpu_s, weight_bytes, params, {}, {});
-
-  for (int batch : o.batches) {
-    std::vector<double> decode_s, decode_cpu_s, fractions, sweep_gbs;
-    for (int run = 0; run <= o.runs; ++run) {
-      // 16-token prompts for every sequence, untimed.
-      std::vector<int32_t> toks(static_cast<size_t>(batch) * 16);
-      for (int32_t& t : toks) t = token(rng);
-      std::vector<SeqChunk> chunks;
-      std::vector<int32_t> rows;
-      for (int s = 0; s < batch; ++s) {
-        chunks.push_back({s * 16, 16, 0, tables[static_cast<size_t>(s)]});
-        rows.push_back(s * 16 + 15);
-      }
-      ZL_RETURN_IF_ERROR(model.forward({toks, chunks, rows}, *cache, logits.data()));
-      // The fastest of 3 sweeps: a time slice lost to another process makes
-      // a sweep slower, and the floor should be what the memory can give now.
-      const double sweep_s = paired ? std::min({floor.sweep(), floor.sweep(), floor.sweep()}) : 0;
-      auto start = std::chrono::steady_clock::now();
-      const double cpu_start = thread_cpu_seconds();
-      for (int step = 0; step < o.steps; ++step) {
-        std::vector<int32_t> step_tokens(static_cast<size_t>(batch));
-        for (int32_t& t : step_tokens) t = token(rng);
-        chunks.clear();
-        rows.clear();
-        for (int s = 0; s < batch; ++s) {
-          chunks.push_back({s, 1, 16 + step, tables[static_cast<size_t>(s)]});
-          rows.push_back(s);
-        }
-        ZL_RETURN_IF_ERROR(model.forward({step_tokens, chunks, rows}, *cache, logits.data()));
-      }
-      if (run > 0) {
-        decode_s.push_back(seconds_since(start));
-        decode_cpu_s.push_back(thread_cpu_seconds() - cpu_start);
-        if (paired) {
-          fractions.push_back(sweep_s / (decode_s.back() / o.steps));
-          sweep_gbs.push_back(static_cast<double>(weight_bytes) / sweep_s / 1e9);
-        }
-      }
-    }
-    print_line(o, format_name, "decode", batch, batch * o.steps, decode_s, decode_cpu_s, weight_bytes, params,
-               fractions, sweep_gbs);
-  }
+    for (int b = 0; b < blocks_per_seq; ++b) r.tables[static_cast<size_t>(s)].push_back(s * blocks_per_seq + b);
+  r.weight_bytes = floor.bytes();
+  r.params = config_num_params(c) - (c.tie_word_embeddings ? 0 : int64_t{c.vocab_size} * c.dim);
+  r.token = std::uniform_int_distribution<int32_t>(0, std::min(c.vocab_size, 256) - 1);
+  r.logits.resize(static_cast<size_t>(max_batch) * c.vocab_size);
+  if (o.context > 0) fill_context(*cache, c.num_layers, r.tables, o.context);
+  if (o.prompt > 0) ZL_RETURN_IF_ERROR(bench_prefill(r));
+  for (int batch : o.batches) ZL_RETURN_IF_ERROR(bench_decode(r, floor, batch));
   return ok_status();
 }
 
@@ -223,7 +298,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads);
   app.add_option("--runs", o.runs)->check(CLI::Range(1, 100));
   app.add_option("--steps", o.steps)->check(CLI::Range(1, 4096));
-  app.add_option("--prompt", o.prompt)->check(CLI::Range(16, 8192));
+  app.add_option("--prompt", o.prompt, "Prefill tokens (0: no prefill run)")->check(CLI::Range(0, 8192));
+  app.add_option("--context", o.context, "Decode after this many positions of random KV (0: after 16-token prompts)")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--kv-cache-dtype", o.kv_cache_dtype, "auto (as the engine: bf16 beside bf16 weights, else f16), "
+                 "f32, f16, bf16, fp8 or q8_0");
   app.add_option("--bandwidth-gbs", o.bandwidth_gbs, "Read bandwidth in GB/s to state fractions against; 0 (default) times a read of the weights before each decode run");
   CLI11_PARSE(app, argc, argv);
   if (o.threads <= 0) o.threads = zl::default_num_threads();

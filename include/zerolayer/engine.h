@@ -47,6 +47,9 @@ struct EngineConfig {
   int64_t kv_cache_bytes = 0;         // KV pool size; 0: kv_cache_fraction of free memory
   double kv_cache_fraction = 0.25;    // used when kv_cache_bytes == 0
   int32_t block_size = 16;            // tokens per KV block
+  // How keys and values are stored (see KvCacheDtype): auto is 16 bits. On a
+  // CUDA device the KV is bf16, and only auto or bf16 are accepted.
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;
   CachePolicy cache_policy = CachePolicy::kContiguous;
   // Sliding-window layers keep KV for every position, as full layers do,
   // instead of their window only (llama.cpp's --swa-full): more memory, for
@@ -137,6 +140,8 @@ class Engine {
     int32_t vocab_size = 0;
     int32_t max_seq_len = 0;
     int32_t kv_capacity_tokens = 0;
+    KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // as resolved: never kAuto once loaded
+    int64_t kv_bytes_per_token = 0;   // keys and values over the layers that keep KV by block
   };
   const ModelInfo& model_info() const;
   // The model's tokenizer: immutable, safe to use from any thread.

@@ -83,14 +83,15 @@ struct KvLayout {
 // to blocks; with windowed layers, first to as many window slots as
 // max_num_seqs sequences pin with their windows plus one step's prefill
 // chunks, but at most half the budget (the whole, without full layers).
-StatusOr<KvLayout> plan_kv_layout(const ModelConfig& mc, const EngineConfig& config, int64_t budget) {
+StatusOr<KvLayout> plan_kv_layout(const ModelConfig& mc, const EngineConfig& config, KvCacheDtype dtype,
+                                  int64_t budget) {
   const int32_t bs = config.block_size;
   int32_t num_windowed = mc.num_window_layers();
   const bool slots = num_windowed > 0 && !config.full_window_kv && mc.sliding_window < mc.max_seq_len;
   if (!slots) num_windowed = 0;
   KvLayout kv;
-  kv.block_bytes = KvCache::block_bytes(mc, bs, mc.num_layers - num_windowed);
-  kv.slot_bytes = KvCache::block_bytes(mc, bs, num_windowed);
+  kv.block_bytes = KvCache::block_bytes(mc, bs, mc.num_layers - num_windowed, dtype);
+  kv.slot_bytes = KvCache::block_bytes(mc, bs, num_windowed, dtype);
   const int64_t blocks_per_seq = (mc.max_seq_len + bs - 1) / bs;
   const int64_t max_blocks = std::min<int64_t>(blocks_per_seq * config.max_num_seqs, INT32_MAX / bs);
   if (slots) {
@@ -107,6 +108,20 @@ StatusOr<KvLayout> plan_kv_layout(const ModelConfig& mc, const EngineConfig& con
   if (kv.num_blocks < 1)
     return resource_exhausted("the KV cache budget of ", budget, " bytes holds no block of ", kv.block_bytes, " bytes");
   return kv;
+}
+
+// What EngineConfig::kv_cache_dtype means for this model and device: auto is
+// bf16 on CUDA (whose KV is bf16), default_kv_dtype on the CPU.
+StatusOr<KvCacheDtype> resolve_kv_dtype(const EngineConfig& config, const ModelWeights& weights) {
+  const KvCacheDtype asked = config.kv_cache_dtype;
+  if (config.device.is_cuda()) {
+    if (asked != KvCacheDtype::kAuto && asked != KvCacheDtype::kBF16)
+      return invalid_argument("kv_cache_dtype ", kv_cache_dtype_name(asked),
+                              ": the CUDA backend keeps KV in bf16 only (use auto or bf16)");
+    return KvCacheDtype::kBF16;
+  }
+  if (asked != KvCacheDtype::kAuto) return asked;
+  return default_kv_dtype(weights);
 }
 
 // EngineConfig::kv_populate: commits the pool now, and says what it cost.
@@ -180,17 +195,18 @@ Status Engine::Impl::load() {
   pool = std::make_unique<ThreadPool>(config.num_threads > 0 ? config.num_threads : default_num_threads());
   model = std::make_unique<LlamaModel>(mc, weights, *pool, config.max_num_batched_tokens);
 
+  ZL_ASSIGN_OR_RETURN(const KvCacheDtype kv_dtype, resolve_kv_dtype(config, weights));
   KvLayout kv;
   if (config.device.is_cuda()) {
     ZL_ASSIGN_OR_RETURN(kv.num_blocks, attach_cuda(mc));
-    kv.block_bytes = int64_t{2} * mc.num_layers * config.block_size * mc.kv_dim() * 2;  // bf16
+    kv.block_bytes = KvCache::block_bytes(mc, config.block_size, mc.num_layers, kv_dtype);
   } else {
     // KV pool: the configured bytes (or a fraction of free memory).
     const int64_t budget = config.kv_cache_bytes > 0 ? config.kv_cache_bytes
                                                      : static_cast<int64_t>(config.kv_cache_fraction * available_memory_bytes());
-    ZL_ASSIGN_OR_RETURN(kv, plan_kv_layout(mc, config, budget));
+    ZL_ASSIGN_OR_RETURN(kv, plan_kv_layout(mc, config, kv_dtype, budget));
     ZL_ASSIGN_OR_RETURN(cache, KvCache::create(mc, static_cast<int32_t>(kv.num_blocks), config.block_size,
-                                               static_cast<int32_t>(kv.num_window_slots)));
+                                               static_cast<int32_t>(kv.num_window_slots), kv_dtype));
     if (config.kv_populate) ZL_RETURN_IF_ERROR(populate_kv(*cache));
   }
   const int64_t num_blocks = kv.num_blocks;
@@ -214,9 +230,11 @@ Status Engine::Impl::load() {
   info.vocab_size = mc.vocab_size;
   info.max_seq_len = mc.max_seq_len;
   info.kv_capacity_tokens = static_cast<int32_t>(num_blocks * config.block_size);
+  info.kv_cache_dtype = kv_dtype;
+  info.kv_bytes_per_token = kv.block_bytes / config.block_size;
   log_info("engine: ", cache_policy_name(config.cache_policy), " KV pool of ", num_blocks, " blocks x ",
            config.block_size, " tokens (", num_blocks * kv.block_bytes / (1 << 20), " MiB, ",
-           kv.block_bytes / config.block_size, " bytes a token), ", config.max_num_seqs, " sequences, ",
+           kv_cache_dtype_name(kv_dtype), ", ", kv.block_bytes / config.block_size, " bytes a token), ", config.max_num_seqs, " sequences, ",
            config.max_num_batched_tokens, " tokens per step");
   if (kv.num_window_slots > 0)
     log_info("engine: sliding-window layers keep ", mc.sliding_window, " positions in ", kv.num_window_slots,

@@ -171,8 +171,9 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   // Normalise each head of q and k (qk_norm), rotate them, then store k and
   // v at each token's slot in its sequence's blocks.
   const int64_t kv_dim = c.kv_dim();
-  float* k_cache = cache.k(layer);
-  float* v_cache = cache.v(layer);
+  uint8_t* k_cache = cache.k(layer);
+  uint8_t* v_cache = cache.v(layer);
+  const cpu::KvLayout& kv = cache.layout(layer);
   const int32_t window = c.layer_window(layer);
   const int32_t* const* tables = cache.uses_window_table(layer) ? b.window_tables.data() : b.block_tables.data();
   const float* inv_freq = window > 0 && !inv_freq_sliding_.empty() ? inv_freq_sliding_.data() : inv_freq_.data();
@@ -189,10 +190,9 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
                     c.rope_scaling.attention_factor);
       cpu::rope_f32(&b.k[t * kv_dim], c.num_kv_heads, c.head_dim, pos, inv_freq, c.rope_interleaved, c.rope_dim(),
                     c.rope_scaling.attention_factor);
-      int64_t row = int64_t{tables[t][pos / cache.block_size()]} *
-                        cache.block_size() + pos % cache.block_size();
-      std::memcpy(k_cache + row * kv_dim, &b.k[t * kv_dim], sizeof(float) * kv_dim);
-      std::memcpy(v_cache + row * kv_dim, &b.v[t * kv_dim], sizeof(float) * kv_dim);
+      const int32_t block = tables[t][pos / cache.block_size()], slot = pos % cache.block_size();
+      cpu::store_kv(kv, &b.k[t * kv_dim], k_cache, block, slot);
+      cpu::store_kv(kv, &b.v[t * kv_dim], v_cache, block, slot);
     }
   });
 
@@ -201,6 +201,8 @@ void LlamaModel::attention_block(int32_t layer, int64_t num_tokens, KvCache& cac
   args.out = b.att.data();
   args.k_cache = k_cache;
   args.v_cache = v_cache;
+  args.kv_dtype = kv.dtype;
+  args.kv_num_blocks = kv.num_blocks;
   args.positions = b.positions.data();
   args.block_tables = tables;
   args.num_tokens = num_tokens;

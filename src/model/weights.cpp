@@ -246,6 +246,28 @@ std::string weight_format_name(const WeightFormat& f) {
   return f.convert_dtype ? dtype_name(f.dtype) : "as stored";
 }
 
+StatusOr<KvCacheDtype> parse_kv_cache_dtype(const std::string& text) {
+  if (text == "auto") return KvCacheDtype::kAuto;
+  if (text == "f32" || text == "float32" || text == "float") return KvCacheDtype::kF32;
+  if (text == "f16" || text == "float16" || text == "half") return KvCacheDtype::kF16;
+  if (text == "bf16" || text == "bfloat16") return KvCacheDtype::kBF16;
+  if (text == "fp8" || text == "fp8_e4m3") return KvCacheDtype::kFp8;
+  if (text == "q8_0") return KvCacheDtype::kQ8_0;
+  return invalid_argument("--kv-cache-dtype ", text, ": expected auto, f32, f16, bf16, fp8 or q8_0");
+}
+
+const char* kv_cache_dtype_name(KvCacheDtype dtype) {
+  switch (dtype) {
+    case KvCacheDtype::kAuto: return "auto";
+    case KvCacheDtype::kF32: return "f32";
+    case KvCacheDtype::kF16: return "f16";
+    case KvCacheDtype::kBF16: return "bf16";
+    case KvCacheDtype::kFp8: return "fp8";
+    case KvCacheDtype::kQ8_0: return "q8_0";
+  }
+  return "?";
+}
+
 std::vector<TensorSpec> expected_tensors(const ModelConfig& c, TensorNaming naming) {
   GlobalNames g = global_names(naming);
   const std::vector<LayerTensor> layer_tensors = arch_of(c).layer_tensors(c);

@@ -66,7 +66,7 @@ TEST_F(EngineTest, SubmitRejectsBadRequestsNamingTheField) {
 }
 
 TEST_F(EngineTest, ImpossibleRequestIsRejectedAtSubmit) {
-  // 64 KiB of KV holds 32 tokens of dummy:tiny (2 KiB per token).
+  // 64 KiB of KV holds 64 tokens of dummy:tiny (1 KiB per token in f16).
   auto small = make_engine(4, 64 << 10);
   auto sink = std::make_shared<test::CollectingSink>();
   auto id = small->submit(greedy({1, 2, 3}, 100, sink));

@@ -3,11 +3,15 @@
 // 64 / 128 the vector path specializes, grouped query heads, contexts that end
 // inside a 16-position chunk, scattered blocks of several sizes.
 // Tolerance: max |out - ref| <= 1e-5 x max |ref| (only the f32 order of the
-// dot products and the max/rescale points differ).
+// dot products and the max/rescale points differ). Both paths read the cache
+// in each KV format (f32, f16, bf16, fp8, q8_0) and dequantize it to the same
+// values, so the bound holds for every format; the formats' own error against
+// an f32 cache is bounded separately.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -23,14 +27,20 @@ struct Shape {
   int32_t window = 0;              // sliding window; 0: full causal attention
 };
 
-// Random q / k / v for a shape, each token's sequence owning a shuffled set of blocks.
+constexpr KvCacheDtype kAllKvDtypes[] = {KvCacheDtype::kF32, KvCacheDtype::kF16, KvCacheDtype::kBF16,
+                                         KvCacheDtype::kFp8, KvCacheDtype::kQ8_0};
+
+// Random q / k / v for a shape, each token's sequence owning a shuffled set
+// of blocks; the cache holds k and v stored in `dtype`.
 struct Problem {
   std::vector<float> q, k, v;
+  std::vector<uint8_t> k_blocks, v_blocks;  // k and v in the cache's format
+  KvLayout layout;
   std::vector<int32_t> ids;
   std::vector<const int32_t*> tables;
   AttentionArgs args;
 
-  Problem(const Shape& s, std::mt19937& rng) {
+  Problem(const Shape& s, std::mt19937& rng, KvCacheDtype dtype = KvCacheDtype::kF32) {
     std::uniform_real_distribution<float> u(-2.0f, 2.0f);
     const int64_t num_tokens = static_cast<int64_t>(s.positions.size());
     const int32_t max_pos = *std::max_element(s.positions.begin(), s.positions.end());
@@ -47,9 +57,20 @@ struct Problem {
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), rng);
     for (int64_t t = 0; t < num_tokens; ++t) tables.push_back(&ids[static_cast<size_t>(t * blocks_per_seq)]);
+    // k and v: [num_blocks, block_size, kv_dim], stored position by position.
+    layout = kv_layout(dtype, s.kv_heads, s.head_dim, s.block_size, num_blocks);
+    k_blocks.resize(static_cast<size_t>(layout.arena_bytes()));
+    v_blocks.resize(k_blocks.size());
+    for (int64_t r = 0; r < num_blocks * s.block_size; ++r) {
+      const auto slot = static_cast<int32_t>(r % s.block_size);
+      store_kv(layout, &k[static_cast<size_t>(r * kv_dim)], k_blocks.data(), r / s.block_size, slot);
+      store_kv(layout, &v[static_cast<size_t>(r * kv_dim)], v_blocks.data(), r / s.block_size, slot);
+    }
     args.q = q.data();
-    args.k_cache = k.data();
-    args.v_cache = v.data();
+    args.k_cache = k_blocks.data();
+    args.v_cache = v_blocks.data();
+    args.kv_dtype = dtype;
+    args.kv_num_blocks = num_blocks;
     args.positions = s.positions.data();
     args.block_tables = tables.data();
     args.num_tokens = num_tokens;
@@ -79,23 +100,58 @@ TEST(AttentionTest, VectorMatchesScalarReference) {
                                      // 16-position chunk, or on its edge, or before position 0.
                                      {4, 2, 64, 16, {70, 3, 31}, 13}, {2, 1, 128, 16, {90, 16}, 16},
                                      {3, 3, 80, 8, {40, 17}, 5},      {2, 2, 130, 32, {33}, 40}};
-  for (const Shape& s : shapes) {
-    Problem p(s, rng);
-    AttentionArgs& a = p.args;
-    std::vector<float> ref(p.q.size()), out(p.q.size(), NAN);
-    a.out = ref.data();
-    attention_f32(pool, a, Isa::kScalar);
-    a.out = out.data();
-    attention_f32(pool, a, Isa::kAvx512);
-    float worst = 0.0f, max_ref = 0.0f;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      worst = std::max(worst, std::fabs(out[i] - ref[i]));
-      max_ref = std::max(max_ref, std::fabs(ref[i]));
+  for (KvCacheDtype dtype : kAllKvDtypes)
+    for (const Shape& s : shapes) {
+      Problem p(s, rng, dtype);
+      AttentionArgs& a = p.args;
+      std::vector<float> ref(p.q.size()), out(p.q.size(), NAN);
+      a.out = ref.data();
+      attention_f32(pool, a, Isa::kScalar);
+      a.out = out.data();
+      attention_f32(pool, a, Isa::kAvx512);
+      float worst = 0.0f, max_ref = 0.0f;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        worst = std::max(worst, std::fabs(out[i] - ref[i]));
+        max_ref = std::max(max_ref, std::fabs(ref[i]));
+      }
+      EXPECT_LE(worst, 1e-5f * max_ref) << kv_cache_dtype_name(dtype) << " heads " << s.heads << " head_dim "
+                                        << s.head_dim << " tokens " << a.num_tokens;
+      EXPECT_GT(max_ref, 0.0f);
     }
-    EXPECT_LE(worst, 1e-5f * max_ref) << "heads " << s.heads << " head_dim " << s.head_dim << " tokens "
-                                      << a.num_tokens;
-    EXPECT_GT(max_ref, 0.0f);
-  }
+}
+
+// Each KV format against the f32 cache holding the same keys and values
+// (uniform in [-2, 2]), on whichever kernel the CPU runs. The output is a
+// convex mix of value rows, so a value error of e moves it by at most e, and
+// a key error moves the scores by up to |q| |k error| (|q| ~ 0.8 sqrt(d) x
+// scale). Per value: f16 2^-11 relative, bf16 2^-8, q8_0 scale / 2 =
+// absmax / 254, fp8 2^-4 relative. Bounds (x max |out|): f16 1e-3, bf16
+// 1e-2, q8_0 2e-2, fp8 8e-2, 1.4-3.6x what these shapes reach (f16 3.7e-4,
+// bf16 3.4e-3, q8_0 6.8e-3, fp8 5.7e-2).
+TEST(AttentionTest, KvFormatsStayNearTheF32Cache) {
+  std::mt19937 rng(5);
+  ThreadPool pool(2);
+  const std::pair<KvCacheDtype, float> bounds[] = {{KvCacheDtype::kF16, 1e-3f}, {KvCacheDtype::kBF16, 1e-2f},
+                                                    {KvCacheDtype::kQ8_0, 2e-2f}, {KvCacheDtype::kFp8, 8e-2f}};
+  for (const Shape& s : {Shape{8, 2, 64, 16, {100, 7}}, Shape{2, 1, 128, 16, {300}}, Shape{3, 3, 80, 8, {40, 17}}, Shape{8, 4, 8, 16, {100, 7}}})
+    for (auto [dtype, bound] : bounds) {
+      std::mt19937 same = rng;  // the same floats for both caches
+      Problem exact(s, same), stored(s, rng, dtype);
+      std::vector<float> ref(exact.q.size()), out(exact.q.size(), NAN);
+      exact.args.out = ref.data();
+      attention_f32(pool, exact.args);
+      stored.args.out = out.data();
+      attention_f32(pool, stored.args);
+      float worst = 0.0f, max_ref = 0.0f;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        worst = std::max(worst, std::fabs(out[i] - ref[i]));
+        max_ref = std::max(max_ref, std::fabs(ref[i]));
+      }
+      EXPECT_LE(worst, bound * max_ref) << kv_cache_dtype_name(dtype) << " head_dim " << s.head_dim;
+      EXPECT_GT(worst, 0.0f) << kv_cache_dtype_name(dtype) << " should round something";
+      std::printf("%s head_dim %d: max |out - f32| = %.3g x max |out|\n", kv_cache_dtype_name(dtype), s.head_dim,
+                  worst / max_ref);
+    }
 }
 
 // A sliding window against a plain softmax in double over the window's
@@ -147,27 +203,27 @@ TEST(AttentionTest, GroupedHeadsGiveTheBitsOfEachHeadAlone) {
   if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "the CPU lacks AVX-512";
   std::mt19937 rng(11);
   ThreadPool pool(2);
+  for (KvCacheDtype dtype : {KvCacheDtype::kF32, KvCacheDtype::kQ8_0})
   for (const Shape& s : {Shape{4, 1, 64, 16, {37, 100, 5}}, Shape{6, 2, 64, 8, {20, 63}},
                          Shape{2, 1, 128, 16, {80, 16}}}) {
-    Problem p(s, rng);
+    Problem p(s, rng, dtype);
     std::vector<float> all(p.q.size(), NAN);
     p.args.out = all.data();
     attention_f32(pool, p.args, Isa::kAvx512);
     const int32_t group = s.heads / s.kv_heads;
-    const int64_t kv_dim = int64_t{s.kv_heads} * s.head_dim;
+    const KvLayout& l = p.layout;
     for (int32_t h = 0; h < s.heads; ++h) {
-      // Head h alone: its queries, and its KV head's slice of the cache rows.
-      const int64_t num_rows = static_cast<int64_t>(p.k.size()) / kv_dim, kv = h / group;
-      std::vector<float> q1, k1, v1, out1(static_cast<size_t>(p.args.num_tokens * s.head_dim), NAN);
+      // Head h alone: its queries, and its KV head's part of the arenas
+      // (head-major: one contiguous run of tiles), which is a one-head arena.
+      const int32_t kv = h / group;
+      std::vector<float> q1, out1(static_cast<size_t>(p.args.num_tokens * s.head_dim), NAN);
+      std::vector<uint8_t> k1, v1;
       for (int64_t t = 0; t < p.args.num_tokens; ++t) {
         const float* qh = &p.q[static_cast<size_t>((t * s.heads + h) * s.head_dim)];
         q1.insert(q1.end(), qh, qh + s.head_dim);
       }
-      for (int64_t r = 0; r < num_rows; ++r) {
-        const size_t at = static_cast<size_t>(r * kv_dim + kv * s.head_dim);
-        k1.insert(k1.end(), p.k.begin() + at, p.k.begin() + at + s.head_dim);
-        v1.insert(v1.end(), p.v.begin() + at, p.v.begin() + at + s.head_dim);
-      }
+      for (auto [from, to] : {std::pair{&p.k_blocks, &k1}, std::pair{&p.v_blocks, &v1}})
+        to->assign(from->begin() + kv * l.head_stride, from->begin() + (kv + 1) * l.head_stride);
       AttentionArgs one = p.args;
       one.q = q1.data();
       one.k_cache = k1.data();
@@ -180,7 +236,8 @@ TEST(AttentionTest, GroupedHeadsGiveTheBitsOfEachHeadAlone) {
         for (int32_t d = 0; d < s.head_dim; ++d)
           ASSERT_EQ(out1[static_cast<size_t>(t * s.head_dim + d)],
                     all[static_cast<size_t>((t * s.heads + h) * s.head_dim + d)])
-              << "heads " << s.heads << " head_dim " << s.head_dim << " head " << h << " token " << t;
+              << kv_cache_dtype_name(dtype) << " heads " << s.heads << " head_dim " << s.head_dim << " head " << h
+              << " token " << t;
     }
   }
 }

@@ -57,6 +57,13 @@ void add_model_flags(CLI::App& app, ModelFlags& flags, bool model_required) {
                  "blocks of 32), q4_k or q6_k (GGUF super-blocks of 256: every matrix's width must be a multiple of 256)")
       ->envname("ZEROLAYER_QUANTIZATION")
       ->check(CLI::IsMember({"none", "int8", "q8_0", "q4_0", "q5_0", "q5_1", "q4_k", "q6_k"}));
+  app.add_option("--kv-cache-dtype", flags.kv_cache_dtype,
+                 "KV cache storage: auto (bf16 for bf16 weights, else f16), f32, f16, bf16, or 8 bits with an f16 "
+                 "scale per 32 values: q8_0 (int8, as llama.cpp's) or fp8 (e4m3). CUDA: auto or bf16")
+      ->envname("ZEROLAYER_KV_CACHE_DTYPE")
+      ->check(CLI::IsMember({"auto", "f32", "float32", "f16", "float16", "half", "bf16", "bfloat16", "fp8",
+                             "fp8_e4m3", "q8_0"}))
+      ->capture_default_str();
 }
 
 StatusOr<WeightFormat> weight_format_from_flags(const ModelFlags& flags) {
@@ -75,6 +82,7 @@ StatusOr<EngineConfig> engine_config_from_flags(const ModelFlags& flags) {
   config.batch_invariant = flags.batch_invariant;
   config.max_seq_len = flags.max_seq_len;
   ZL_ASSIGN_OR_RETURN(config.weight_format, weight_format_from_flags(flags));
+  ZL_ASSIGN_OR_RETURN(config.kv_cache_dtype, parse_kv_cache_dtype(flags.kv_cache_dtype));
   config.load_progress = show_load_progress;
   return config;
 }

@@ -24,6 +24,7 @@ struct ModelFlags {
   // Weight conversion at load.
   std::string dtype = "auto";          // weight matrices: auto (as stored), f32, f16, bf16
   std::string quantization = "none";   // none, int8, q8_0, q4_0
+  std::string kv_cache_dtype = "auto";  // auto (16 bits), f32, f16, bf16, fp8, q8_0
 };
 
 void add_model_flags(CLI::App& app, ModelFlags& flags, bool model_required = true);

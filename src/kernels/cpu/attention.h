@@ -7,11 +7,14 @@
 // (one pass, running max and sum), so no score buffer grows with the context.
 // The AVX-512 path scores 16 positions at a time and updates the max once per
 // 16; the scalar reference does it per position (same result within ~1e-6).
+// Keys and values are read in the cache's own format (kernels/cpu/kv_format.h),
+// dequantized to the same f32 values on both paths.
 #pragma once
 
 #include <cstdint>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/kv_format.h"
 #include "kernels/cpu/matmul.h"
 
 namespace zl::cpu {
@@ -19,8 +22,12 @@ namespace zl::cpu {
 struct AttentionArgs {
   const float* q = nullptr;        // [num_tokens, num_heads, head_dim]
   float* out = nullptr;            // [num_tokens, num_heads, head_dim]
-  const float* k_cache = nullptr;  // one layer: [num_blocks, block_size, num_kv_heads * head_dim]
-  const float* v_cache = nullptr;  // same shape as k_cache
+  // One layer's arena: kv_layout(kv_dtype, num_kv_heads, head_dim,
+  // block_size, kv_num_blocks).
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;   // same layout as k_cache
+  KvCacheDtype kv_dtype = KvCacheDtype::kF32;
+  int64_t kv_num_blocks = 0;       // blocks in the arena (every block id is below it)
   const int32_t* positions = nullptr;            // [num_tokens]
   const int32_t* const* block_tables = nullptr;  // [num_tokens]: the token's sequence's table
   int64_t num_tokens = 0;
