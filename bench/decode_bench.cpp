@@ -19,6 +19,10 @@
 // "time per token >= weight bytes / bandwidth" measured at the same moment,
 // so that other tenants' load on a shared machine moves both alike. With
 // --bandwidth-gbs the fraction is against that fixed figure instead.
+// A decode line also gives its roofline fraction: the larger of that sweep
+// time and the time the step's multiply-adds (batch x parameters) take at the
+// dot-product peak of the format's kernels (compute_probe.h: int8 for the
+// quantized formats, bf16 for bf16), over the step's time; and which bound.
 //
 // Usage: decode_bench --model dummy:llama-1b --formats f32,bf16,int8,q8_0,q4_0
 //                     [--threads 2] [--runs 3] [--steps 16] [--prompt 512] [--batches 1,8]
@@ -34,6 +38,7 @@
 #include <random>
 
 #include "bandwidth_probe.h"
+#include "compute_probe.h"
 #include "bundle/model_loader.h"
 #include "kernels/cpu/matmul.h"
 #include "model/llama.h"
@@ -120,39 +125,14 @@ struct KvInfo {
   int64_t bytes_per_token;
 };
 
-void print_line(const Options& o, const std::string& format, const KvInfo& kv, const char* phase, int batch,
-                int tokens_per_run,
-                const std::vector<double>& seconds, const std::vector<double>& cpu_seconds, int64_t weight_bytes,
-                int64_t params, const std::vector<double>& bw_fractions, const std::vector<double>& sweep_gbs) {
-  std::vector<double> tok_s, cpu_tok_s;
-  for (double s : seconds) tok_s.push_back(tokens_per_run / s);
-  for (double s : cpu_seconds) cpu_tok_s.push_back(tokens_per_run / s);
-  Summary s = summarize(tok_s);
-  // Forward passes per second at the median, times the bytes each streams.
-  double passes_per_s = std::string(phase) == "prefill" ? s.median / tokens_per_run : s.median / batch;
-  double gbs = passes_per_s * static_cast<double>(weight_bytes) / 1e9;
-  // Prefill is bound by compute, not bandwidth: no fraction (null).
-  char bw_fields[160] = "\"bandwidth_gbs\":null,\"bw_fraction\":null";
-  if (!bw_fractions.empty()) {
-    Summary bw = summarize(sweep_gbs), frac = summarize(bw_fractions);
-    std::snprintf(bw_fields, sizeof bw_fields,
-                  "\"bandwidth_gbs\":%.2f,\"bandwidth_gbs_max\":%.2f,\"bw_fraction\":%.3f,\"bw_fraction_min\":%.3f,"
-                  "\"bw_fraction_max\":%.3f",
-                  bw.median, bw.max, frac.median, frac.min, frac.max);
-  } else if (o.bandwidth_gbs > 0 && std::string(phase) == "decode") {
-    std::snprintf(bw_fields, sizeof bw_fields, "\"bandwidth_gbs\":%.2f,\"bw_fraction\":%.3f", o.bandwidth_gbs,
-                  gbs / o.bandwidth_gbs);
-  }
-  std::printf("{\"bench\":\"%s\",\"model\":\"%s\",\"format\":\"%s\",\"kv_dtype\":\"%s\","
-              "\"kv_bytes_per_token\":%lld,\"context\":%d,\"isa\":\"%s\",\"threads\":%d,\"batch\":%d,\"tokens_per_run\":%d,\"runs\":%zu,\"tok_s_min\":%.2f,\"tok_s_median\":%.2f,"
-              "\"tok_s_max\":%.2f,\"weight_bytes\":%lld,\"weight_gbs\":%.2f,%s,\"gflops\":%.1f,"
-              "\"cpu_tok_s_median\":%.2f}\n",
-              phase, o.model.c_str(), format.c_str(), kv_cache_dtype_name(kv.dtype),
-              static_cast<long long>(kv.bytes_per_token), o.context,
-              cpu::isa_name(cpu::active_isa()), o.threads, batch,
-              tokens_per_run, seconds.size(), s.min, s.median, s.max, static_cast<long long>(weight_bytes), gbs,
-              bw_fields, 2.0 * static_cast<double>(params) * s.median / 1e9, summarize(cpu_tok_s).median);
-  std::fflush(stdout);
+// The dot-product peak of the kernels the weights' format runs on: int8
+// for the quantized formats (activations are quantized to int8 blocks),
+// bf16 for packed bf16 matrices; 0 for the others.
+double format_peak_gmacs(ThreadPool& pool, const ModelWeights& w) {
+  const WeightMatrix& m = w.layers.front().wq;
+  if (m.dtype == DType::kF32 || m.dtype == DType::kF16) return 0;
+  if (m.dtype == DType::kBF16) return m.packed != nullptr && cpu::bf16_dot_supported() ? bf16_peak_gmacs(pool) : 0;
+  return cpu::isa_supported(cpu::Isa::kAvx512) ? int8_peak_gmacs(pool) : 0;
 }
 
 // What one format's runs share: the model, its KV cache and one block table
@@ -168,17 +148,76 @@ struct Run {
   KvInfo kv;
   std::vector<std::vector<int32_t>> tables;
   int64_t weight_bytes = 0, params = 0;
+  // The dot-product peak of the format's kernels (compute_probe.h), 1e9
+  // multiply-adds per second; 0: not probed (f32, f16, no VNNI / BF16).
+  double peak_gmacs = 0;
   std::mt19937 rng{7};
   std::uniform_int_distribution<int32_t> token;
   std::vector<float> logits;
 };
+
+// One phase's runs: seconds and CPU seconds each; for decode runs paired
+// with a weight sweep, each run's sweep GB/s, bandwidth fraction (sweep time
+// over step time) and roofline fraction (the larger of the sweep time and
+// the time the step's multiply-adds take at peak_gmacs, over the step time).
+struct Measured {
+  const char* phase;
+  int batch = 1, tokens_per_run = 0;
+  std::vector<double> seconds, cpu_seconds, sweep_gbs, bw_fractions, roofline_fractions;
+};
+
+// The bandwidth and roofline fields of a line.
+std::string ceiling_fields(const Run& r, const Measured& m, double gbs) {
+  char out[320] = "\"bandwidth_gbs\":null,\"bw_fraction\":null";  // prefill: bound by compute
+  if (!m.bw_fractions.empty()) {
+    const Summary bw = summarize(m.sweep_gbs), frac = summarize(m.bw_fractions);
+    int n = std::snprintf(out, sizeof out,
+                          "\"bandwidth_gbs\":%.2f,\"bandwidth_gbs_max\":%.2f,\"bw_fraction\":%.3f,"
+                          "\"bw_fraction_min\":%.3f,\"bw_fraction_max\":%.3f",
+                          bw.median, bw.max, frac.median, frac.min, frac.max);
+    if (!m.roofline_fractions.empty()) {
+      const Summary roof = summarize(m.roofline_fractions);
+      const double compute_s = m.batch * static_cast<double>(r.params) / (r.peak_gmacs * 1e9);
+      std::snprintf(out + n, sizeof out - static_cast<size_t>(n),
+                    ",\"peak_gmacs\":%.1f,\"bound\":\"%s\",\"roofline_fraction\":%.3f,"
+                    "\"roofline_fraction_min\":%.3f,\"roofline_fraction_max\":%.3f",
+                    r.peak_gmacs, compute_s * bw.median * 1e9 > static_cast<double>(r.weight_bytes) ? "compute" : "memory",
+                    roof.median, roof.min, roof.max);
+    }
+  } else if (r.o.bandwidth_gbs > 0 && std::string(m.phase) == "decode") {
+    std::snprintf(out, sizeof out, "\"bandwidth_gbs\":%.2f,\"bw_fraction\":%.3f", r.o.bandwidth_gbs,
+                  gbs / r.o.bandwidth_gbs);
+  }
+  return out;
+}
+
+void print_line(const Run& r, const Measured& m) {
+  const Options& o = r.o;
+  std::vector<double> tok_s, cpu_tok_s;
+  for (double s : m.seconds) tok_s.push_back(m.tokens_per_run / s);
+  for (double s : m.cpu_seconds) cpu_tok_s.push_back(m.tokens_per_run / s);
+  Summary s = summarize(tok_s);
+  // Forward passes per second at the median, times the bytes each streams.
+  double passes_per_s = std::string(m.phase) == "prefill" ? s.median / m.tokens_per_run : s.median / m.batch;
+  double gbs = passes_per_s * static_cast<double>(r.weight_bytes) / 1e9;
+  std::printf("{\"bench\":\"%s\",\"model\":\"%s\",\"format\":\"%s\",\"kv_dtype\":\"%s\","
+              "\"kv_bytes_per_token\":%lld,\"context\":%d,\"isa\":\"%s\",\"threads\":%d,\"batch\":%d,"
+              "\"tokens_per_run\":%d,\"runs\":%zu,\"tok_s_min\":%.2f,\"tok_s_median\":%.2f,\"tok_s_max\":%.2f,"
+              "\"weight_bytes\":%lld,\"weight_gbs\":%.2f,%s,\"gflops\":%.1f,\"cpu_tok_s_median\":%.2f}\n",
+              m.phase, o.model.c_str(), r.format.c_str(), kv_cache_dtype_name(r.kv.dtype),
+              static_cast<long long>(r.kv.bytes_per_token), o.context, cpu::isa_name(cpu::active_isa()), o.threads,
+              m.batch, m.tokens_per_run, m.seconds.size(), s.min, s.median, s.max,
+              static_cast<long long>(r.weight_bytes), gbs, ceiling_fields(r, m, gbs).c_str(),
+              2.0 * static_cast<double>(r.params) * s.median / 1e9, summarize(cpu_tok_s).median);
+  std::fflush(stdout);
+}
 
 // One chunk of o.prompt tokens from position 0.
 Status bench_prefill(Run& r) {
   const Options& o = r.o;
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt));
   for (int32_t& t : prompt) t = r.token(r.rng);
-  std::vector<double> prefill_s, prefill_cpu_s;
+  Measured m{"prefill", 1, o.prompt, {}, {}, {}, {}, {}};
   for (int run = 0; run <= o.runs; ++run) {
     SeqChunk chunk{0, o.prompt, 0, r.tables[0]};
     int32_t last = o.prompt - 1;
@@ -186,11 +225,11 @@ Status bench_prefill(Run& r) {
     const double cpu_start = thread_cpu_seconds();
     ZL_RETURN_IF_ERROR(r.model.forward({prompt, {&chunk, 1}, {&last, 1}}, r.cache, r.logits.data()));
     if (run > 0) {  // run 0 warms up
-      prefill_s.push_back(seconds_since(start));
-      prefill_cpu_s.push_back(thread_cpu_seconds() - cpu_start);
+      m.seconds.push_back(seconds_since(start));
+      m.cpu_seconds.push_back(thread_cpu_seconds() - cpu_start);
     }
   }
-  print_line(o, r.format, r.kv, "prefill", 1, o.prompt, prefill_s, prefill_cpu_s, r.weight_bytes, r.params, {}, {});
+  print_line(r, m);
   return ok_status();
 }
 
@@ -217,7 +256,9 @@ StatusOr<double> decode_steps(Run& r, int batch, int start_pos) {
 Status bench_decode(Run& r, SpanSweep& floor, int batch) {
   const Options& o = r.o;
   const bool paired = o.bandwidth_gbs <= 0;
-  std::vector<double> decode_s, decode_cpu_s, fractions, sweep_gbs;
+  Measured m{"decode", batch, batch * o.steps, {}, {}, {}, {}, {}};
+  // The step's multiply-adds at the format's dot-product peak.
+  const double compute_s = r.peak_gmacs > 0 ? batch * static_cast<double>(r.params) / (r.peak_gmacs * 1e9) : 0;
   for (int run = 0; run <= o.runs; ++run) {
     if (o.context == 0) {  // 16-token prompts for every sequence, untimed
       std::vector<int32_t> toks(static_cast<size_t>(batch) * 16);
@@ -236,15 +277,15 @@ Status bench_decode(Run& r, SpanSweep& floor, int batch) {
     const double cpu_start = thread_cpu_seconds();
     ZL_ASSIGN_OR_RETURN(const double seconds, decode_steps(r, batch, o.context > 0 ? o.context : 16));
     if (run == 0) continue;  // warm-up
-    decode_s.push_back(seconds);
-    decode_cpu_s.push_back(thread_cpu_seconds() - cpu_start);
+    m.seconds.push_back(seconds);
+    m.cpu_seconds.push_back(thread_cpu_seconds() - cpu_start);
     if (paired) {
-      fractions.push_back(sweep_s / (seconds / o.steps));
-      sweep_gbs.push_back(static_cast<double>(r.weight_bytes) / sweep_s / 1e9);
+      m.bw_fractions.push_back(sweep_s / (seconds / o.steps));
+      m.sweep_gbs.push_back(static_cast<double>(r.weight_bytes) / sweep_s / 1e9);
+      if (compute_s > 0) m.roofline_fractions.push_back(std::max(sweep_s, compute_s) / (seconds / o.steps));
     }
   }
-  print_line(o, r.format, r.kv, "decode", batch, batch * o.steps, decode_s, decode_cpu_s, r.weight_bytes, r.params,
-             fractions, sweep_gbs);
+  print_line(r, m);
   return ok_status();
 }
 
@@ -278,6 +319,7 @@ Status bench_format(const Options& o, const std::string& format_name) {
   r.params = config_num_params(c) - (c.tie_word_embeddings ? 0 : int64_t{c.vocab_size} * c.dim);
   r.token = std::uniform_int_distribution<int32_t>(0, std::min(c.vocab_size, 256) - 1);
   r.logits.resize(static_cast<size_t>(max_batch) * c.vocab_size);
+  r.peak_gmacs = format_peak_gmacs(pool, weights);
   if (o.context > 0) fill_context(*cache, c.num_layers, r.tables, o.context);
   if (o.prompt > 0) ZL_RETURN_IF_ERROR(bench_prefill(r));
   for (int batch : o.batches) ZL_RETURN_IF_ERROR(bench_decode(r, floor, batch));
