@@ -52,12 +52,14 @@ __attribute__((target("avx512f,avx512bf16"))) inline float bf16_dot_loop(int64_t
 }
 
 // Multiply-adds per second (1e9) of `loop` on every thread at once, the best
-// of 3 passes; macs_per_instruction as above.
+// of 9 passes (~10 ms each: a pass that lost a thread's core to another
+// process, or waited for a worker to wake, counts for nothing);
+// macs_per_instruction as above.
 template <typename Loop>
 double peak_gmacs(ThreadPool& pool, Loop loop, int macs_per_instruction) {
   std::atomic<float> sink{0};
   double best = 0;
-  for (int pass = 0; pass < 3; ++pass) {
+  for (int pass = 0; pass < 9; ++pass) {
     const auto start = std::chrono::steady_clock::now();
     pool.parallel_for(pool.num_threads(), [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) sink.store(loop(kPeakIterations), std::memory_order_relaxed);
