@@ -159,10 +159,12 @@ struct Run {
 // One phase's runs: seconds and CPU seconds each; for decode runs paired
 // with a weight sweep, each run's sweep GB/s, bandwidth fraction (sweep time
 // over step time) and roofline fraction (the larger of the sweep time and
-// the time the step's multiply-adds take at peak_gmacs, over the step time).
+// the time the step's multiply-adds take at peak_gmacs, compute_s, over the
+// step time).
 struct Measured {
   const char* phase;
   int batch = 1, tokens_per_run = 0;
+  double compute_s = 0;  // 0: no compute ceiling
   std::vector<double> seconds, cpu_seconds, sweep_gbs, bw_fractions, roofline_fractions;
 };
 
@@ -177,12 +179,11 @@ std::string ceiling_fields(const Run& r, const Measured& m, double gbs) {
                           bw.median, bw.max, frac.median, frac.min, frac.max);
     if (!m.roofline_fractions.empty()) {
       const Summary roof = summarize(m.roofline_fractions);
-      const double compute_s = m.batch * static_cast<double>(r.params) / (r.peak_gmacs * 1e9);
+      const double sweep_s = static_cast<double>(r.weight_bytes) / (bw.median * 1e9);
       std::snprintf(out + n, sizeof out - static_cast<size_t>(n),
                     ",\"peak_gmacs\":%.1f,\"bound\":\"%s\",\"roofline_fraction\":%.3f,"
                     "\"roofline_fraction_min\":%.3f,\"roofline_fraction_max\":%.3f",
-                    r.peak_gmacs, compute_s * bw.median * 1e9 > static_cast<double>(r.weight_bytes) ? "compute" : "memory",
-                    roof.median, roof.min, roof.max);
+                    r.peak_gmacs, m.compute_s > sweep_s ? "compute" : "memory", roof.median, roof.min, roof.max);
     }
   } else if (r.o.bandwidth_gbs > 0 && std::string(m.phase) == "decode") {
     std::snprintf(out, sizeof out, "\"bandwidth_gbs\":%.2f,\"bw_fraction\":%.3f", r.o.bandwidth_gbs,
@@ -217,7 +218,7 @@ Status bench_prefill(Run& r) {
   const Options& o = r.o;
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt));
   for (int32_t& t : prompt) t = r.token(r.rng);
-  Measured m{"prefill", 1, o.prompt, {}, {}, {}, {}, {}};
+  Measured m{"prefill", 1, o.prompt, 0, {}, {}, {}, {}, {}};
   for (int run = 0; run <= o.runs; ++run) {
     SeqChunk chunk{0, o.prompt, 0, r.tables[0]};
     int32_t last = o.prompt - 1;
@@ -256,9 +257,9 @@ StatusOr<double> decode_steps(Run& r, int batch, int start_pos) {
 Status bench_decode(Run& r, SpanSweep& floor, int batch) {
   const Options& o = r.o;
   const bool paired = o.bandwidth_gbs <= 0;
-  Measured m{"decode", batch, batch * o.steps, {}, {}, {}, {}, {}};
   // The step's multiply-adds at the format's dot-product peak.
   const double compute_s = r.peak_gmacs > 0 ? batch * static_cast<double>(r.params) / (r.peak_gmacs * 1e9) : 0;
+  Measured m{"decode", batch, batch * o.steps, compute_s, {}, {}, {}, {}, {}};
   for (int run = 0; run <= o.runs; ++run) {
     if (o.context == 0) {  // 16-token prompts for every sequence, untimed
       std::vector<int32_t> toks(static_cast<size_t>(batch) * 16);

@@ -150,7 +150,6 @@ inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -
 // element j + 16 its high nibble (Q4_0's layout).
 void iq4_codes(const uint8_t* qs, int8_t* codes);
 
-
 // One block of 32 elements (j = 0..7) of super-block p, as codes and
 // per-half scales and offsets: element i = scale[i / 16] * codes[i] -
 // offset[i / 16]. As ggml lays them out:

@@ -234,8 +234,8 @@ Status Engine::Impl::load() {
   info.kv_bytes_per_token = kv.block_bytes / config.block_size;
   log_info("engine: ", cache_policy_name(config.cache_policy), " KV pool of ", num_blocks, " blocks x ",
            config.block_size, " tokens (", num_blocks * kv.block_bytes / (1 << 20), " MiB, ",
-           kv_cache_dtype_name(kv_dtype), ", ", kv.block_bytes / config.block_size, " bytes a token), ", config.max_num_seqs, " sequences, ",
-           config.max_num_batched_tokens, " tokens per step");
+           kv_cache_dtype_name(kv_dtype), ", ", info.kv_bytes_per_token, " bytes a token), ", config.max_num_seqs,
+           " sequences, ", config.max_num_batched_tokens, " tokens per step");
   if (kv.num_window_slots > 0)
     log_info("engine: sliding-window layers keep ", mc.sliding_window, " positions in ", kv.num_window_slots,
              " window slots (", kv.num_window_slots * kv.slot_bytes / (1 << 20), " MiB, ",

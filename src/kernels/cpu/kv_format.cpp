@@ -61,25 +61,13 @@ void to_f16(const float* x, int32_t n, uint8_t* dst) {
 }
 
 // f16 [n] at src to f32: with F16C 8 at a time (scalar attention reads the
-// cache through this; a libgcc call per value otherwise).
-void from_f16_scalar(const uint8_t* src, int32_t n, float* dst) {
-  for (int32_t d = 0; d < n; ++d) {
-    uint16_t h;
-    std::memcpy(&h, src + 2 * d, 2);
-    dst[d] = f16_to_f32(h);
-  }
-}
-
+// cache through this; dtype_to_f32 makes a libgcc call per value where the
+// compiler lacks the instruction).
 __attribute__((target("avx,f16c"))) void from_f16_f16c(const uint8_t* src, int32_t n, float* dst) {
   int32_t d = 0;
   for (; d + 8 <= n; d += 8)
     _mm256_storeu_ps(dst + d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * d))));
-  from_f16_scalar(src + 2 * d, n - d, dst + d);
-}
-
-void from_f16(const uint8_t* src, int32_t n, float* dst) {
-  if (isa_supported(Isa::kAvx2)) return from_f16_f16c(src, n, dst);
-  from_f16_scalar(src, n, dst);
+  dtype_to_f32(DType::kF16, src + 2 * d, dst + d, n - d);
 }
 
 // Every e4m3 code's value, for the scalar reads.
@@ -142,18 +130,15 @@ void store_kv(const KvLayout& l, const float* src, uint8_t* arena, int64_t block
 
 void load_kv_head(const KvLayout& l, const uint8_t* arena, int64_t block, int32_t slot, int32_t head, float* dst) {
   const uint8_t* values = arena + l.value_offset(block, head, slot);
-  if (l.dtype == KvCacheDtype::kF32 || l.dtype == KvCacheDtype::kAuto) {
-    std::memcpy(dst, values, static_cast<size_t>(l.head_dim) * 4);
-    return;
-  }
-  if (l.dtype == KvCacheDtype::kF16) return from_f16(values, l.head_dim, dst);
-  if (l.dtype == KvCacheDtype::kBF16) {
-    for (int32_t d = 0; d < l.head_dim; ++d) {
-      uint16_t h;
-      std::memcpy(&h, values + 2 * d, 2);
-      dst[d] = bf16_to_f32(h);
-    }
-    return;
+  switch (l.dtype) {
+    case KvCacheDtype::kAuto:
+    case KvCacheDtype::kF32: return dtype_to_f32(DType::kF32, values, dst, l.head_dim);
+    case KvCacheDtype::kF16:
+      if (isa_supported(Isa::kAvx2)) return from_f16_f16c(values, l.head_dim, dst);  // AVX2 here implies F16C
+      return dtype_to_f32(DType::kF16, values, dst, l.head_dim);
+    case KvCacheDtype::kBF16: return dtype_to_f32(DType::kBF16, values, dst, l.head_dim);
+    case KvCacheDtype::kFp8:
+    case KvCacheDtype::kQ8_0: break;
   }
   static const E4m3Table fp8;
   for (int32_t b = 0; b < l.scales_per_head; ++b) {
