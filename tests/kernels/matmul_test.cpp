@@ -351,6 +351,47 @@ TEST(MatmulTest, PackedOnlyTargetsSplitInsideGroups) {
   }
 }
 
+// Groups with their own inputs and widths (the experts of a MoE layer, and
+// two input widths) in one call: each group's rows are the bits matmul()
+// gives for that group alone, on every ISA, with groups of 0 tokens skipped
+// and enough work to run on both threads.
+TEST(MatmulTest, GroupsEqualSeparateProducts) {
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool(2);
+  const DType dtypes[] = {DType::kQ8_0, DType::kBF16, DType::kQ4_K, DType::kF32, DType::kQ6_K, DType::kI8};
+  const int64_t tokens[] = {3, 0, 1, 7, 2, 5}, rows[] = {48, 32, 40, 17, 64, 33};
+  constexpr size_t kGroups = std::size(dtypes);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (!isa_supported(isa)) continue;
+    std::vector<Quantized> ms(kGroups);
+    std::vector<WeightMatrix> ws;
+    std::vector<std::vector<float>> xs, ys;
+    std::vector<MatmulTarget> targets(kGroups);
+    std::vector<MatmulGroup> groups;
+    for (size_t g = 0; g < kGroups; ++g) {
+      const int64_t cols = g % 2 == 0 ? 512 : 256;
+      std::vector<float> wf(static_cast<size_t>(rows[g] * cols));
+      for (float& v : wf) v = u(rng);
+      ms[g] = make_matrix(dtypes[g], wf, rows[g], cols);
+      ws.push_back(isa == Isa::kAvx512 && packed_bytes(ms[g].w) > 0 ? ms[g].with_packed() : ms[g].w);
+      xs.emplace_back(static_cast<size_t>(tokens[g] * cols));
+      for (float& v : xs[g]) v = u(rng);
+      ys.emplace_back(static_cast<size_t>(tokens[g] * rows[g]), NAN);
+    }
+    for (size_t g = 0; g < kGroups; ++g) {
+      targets[g] = {&ws[g], nullptr, ys[g].data()};
+      groups.push_back({xs[g].data(), tokens[g], std::span<const MatmulTarget>(&targets[g], 1)});
+    }
+    matmul_groups(pool, groups, isa);
+    for (size_t g = 0; g < kGroups; ++g) {
+      std::vector<float> alone(ys[g].size());
+      matmul(pool, xs[g].data(), ws[g], nullptr, alone.data(), tokens[g], isa);
+      EXPECT_EQ(ys[g], alone) << isa_name(isa) << " group " << g << " " << dtype_name(dtypes[g]);
+    }
+  }
+}
+
 // Q4_K: each value within one step of its block (range / 15) plus the
 // 6-bit rounding of the block's scale and min; Q6_K: within one step
 // (max |x| of its 16 values / 31, the int8 scale rounded) of the value.

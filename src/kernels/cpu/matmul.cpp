@@ -105,80 +105,146 @@ int64_t rows_per_block(const WeightMatrix& w, int64_t num_tokens) {
 
 }  // namespace
 
-void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<const MatmulTarget> targets,
-            Isa isa) {
-  if (targets.empty() || num_tokens <= 0) return;
-  const int64_t cols = targets[0].w->cols;
+namespace {
+
+// A group's input as its kernels read it, and where its rows start in the
+// rows of all groups laid end to end.
+struct PreparedGroup {
   MatmulInput in;
-  in.x = x;
-  in.num_tokens = num_tokens;
-  in.cols = cols;
-  int64_t total_rows = 0;
-  bool any_quantized = false, any_packed_bf16 = false, any_half_sums = false;
-  for (const MatmulTarget& t : targets) {
+  std::span<const MatmulTarget> targets;
+  int64_t first_row = 0;
+};
+
+struct GroupNeeds {
+  bool quantized = false, half_sums = false, packed_bf16 = false;
+};
+
+GroupNeeds group_needs(const MatmulGroup& g) {
+  GroupNeeds n;
+  const int64_t cols = g.targets[0].w->cols;
+  for (const MatmulTarget& t : g.targets) {
     CHECK(t.w->cols == cols) << "matmul targets must share the input width";
-    total_rows += t.w->rows;
-    any_quantized |= dtype_is_quantized(t.w->dtype);
-    any_half_sums |= dtype_needs_half_sums(t.w->dtype);
-    any_packed_bf16 |= t.w->dtype == DType::kBF16 && t.w->packed != nullptr;
+    n.quantized |= dtype_is_quantized(t.w->dtype);
+    n.half_sums |= dtype_needs_half_sums(t.w->dtype);
+    n.packed_bf16 |= t.w->dtype == DType::kBF16 && t.w->packed != nullptr;
   }
-  if (any_quantized) {
-    CHECK(cols % 32 == 0) << "quantized weights need in_features divisible by 32";
-    thread_local ActScratch scratch;
-    size_t n = static_cast<size_t>(num_tokens * cols);
-    if (scratch.q.size() < n) {
-      scratch.q.resize(n);
-      scratch.d.resize(n / 32);
-      scratch.ds.resize(n / 32);
-    }
-    quantize_activations(x, num_tokens, cols, scratch.q.data(), scratch.d.data(), scratch.ds.data());
-    in.xq = scratch.q.data();
-    in.xd = scratch.d.data();
-    in.xds = scratch.ds.data();
-    if (any_half_sums) {
-      if (scratch.sum16.size() < n / 16) scratch.sum16.resize(n / 16);
-      half_block_sums(scratch.q.data(), num_tokens, cols, scratch.sum16.data());
-      in.xsum16 = scratch.sum16.data();
-    }
-  }
+  if (n.quantized) CHECK(cols % 32 == 0) << "quantized weights need in_features divisible by 32";
+  return n;
+}
 
-  // Packed bf16 on AVX512-BF16 multiplies bf16 activations: converted here once
-  // per call, not per tile and row block, where re-reading x (4 MiB for 512
-  // tokens of 2048, past L2) from L3 cost ~7% of a bf16 prefill.
-  if (isa == Isa::kAvx512 && bf16_dot_supported() && any_packed_bf16) {
-    const int64_t pairs = (cols + 1) / 2;
-    thread_local std::vector<uint32_t> xbf16;
-    if (xbf16.size() < static_cast<size_t>(num_tokens * pairs)) xbf16.resize(static_cast<size_t>(num_tokens * pairs));
-    uint32_t* xp = xbf16.data();
-    auto convert = [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) to_bf16_pairs_avx512(x + t * cols, cols, xp + t * pairs);
-    };
-    if (num_tokens * cols < (1 << 16)) {
-      convert(0, num_tokens);
-    } else {
-      pool.parallel_for(num_tokens, convert);
-    }
-    in.xbf16 = xp;
-  }
+// Packed bf16 on AVX512-BF16 multiplies bf16 activations: converted here once
+// per call, not per tile and row block, where re-reading x (4 MiB for 512
+// tokens of 2048, past L2) from L3 cost ~7% of a bf16 prefill.
+void convert_to_bf16_pairs(ThreadPool& pool, const float* x, int64_t num_tokens, int64_t cols, uint32_t* xp) {
+  const int64_t pairs = (cols + 1) / 2;
+  auto convert = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) to_bf16_pairs_avx512(x + t * cols, cols, xp + t * pairs);
+  };
+  if (num_tokens * cols < (1 << 16)) return convert(0, num_tokens);
+  pool.parallel_for(num_tokens, convert);
+}
 
-  // Rows [begin, end) of the targets laid end to end.
+// Each group's input (quantized, or as bf16 pairs, where its formats want),
+// in scratch reused across calls (sized for the largest seen).
+void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa isa, std::vector<PreparedGroup>& out) {
+  thread_local ActScratch scratch;
+  thread_local std::vector<uint32_t> xbf16;
+  thread_local std::vector<GroupNeeds> needs;
+  const bool bf16_dot = isa == Isa::kAvx512 && bf16_dot_supported();
+  needs.clear();
+  size_t nq = 0, nbf16 = 0;
+  for (const MatmulGroup& g : groups) {
+    needs.push_back(group_needs(g));
+    const int64_t cols = g.targets[0].w->cols;
+    if (needs.back().quantized) nq += static_cast<size_t>(g.num_tokens * cols);
+    if (bf16_dot && needs.back().packed_bf16) nbf16 += static_cast<size_t>(g.num_tokens * ((cols + 1) / 2));
+  }
+  if (scratch.q.size() < nq) {
+    scratch.q.resize(nq);
+    scratch.d.resize(nq / 32);
+    scratch.ds.resize(nq / 32);
+    scratch.sum16.resize(nq / 16);
+  }
+  if (xbf16.size() < nbf16) xbf16.resize(nbf16);
+  size_t q_at = 0, bf16_at = 0;
+  int64_t first_row = 0;
+  out.clear();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const MatmulGroup& g = groups[i];
+    PreparedGroup p;
+    p.in.x = g.x;
+    p.in.num_tokens = g.num_tokens;
+    p.in.cols = g.targets[0].w->cols;
+    p.targets = g.targets;
+    p.first_row = first_row;
+    for (const MatmulTarget& t : g.targets) first_row += t.w->rows;
+    const size_t n = static_cast<size_t>(g.num_tokens * p.in.cols);
+    if (needs[i].quantized) {
+      int8_t* q = scratch.q.data() + q_at;
+      float* d = scratch.d.data() + q_at / 32;
+      float* ds = scratch.ds.data() + q_at / 32;
+      quantize_activations(g.x, g.num_tokens, p.in.cols, q, d, ds);
+      p.in.xq = q;
+      p.in.xd = d;
+      p.in.xds = ds;
+      if (needs[i].half_sums) {
+        int32_t* sum16 = scratch.sum16.data() + q_at / 16;
+        half_block_sums(q, g.num_tokens, p.in.cols, sum16);
+        p.in.xsum16 = sum16;
+      }
+      q_at += n;
+    }
+    if (bf16_dot && needs[i].packed_bf16) {
+      convert_to_bf16_pairs(pool, g.x, g.num_tokens, p.in.cols, xbf16.data() + bf16_at);
+      p.in.xbf16 = xbf16.data() + bf16_at;
+      bf16_at += static_cast<size_t>(g.num_tokens * ((p.in.cols + 1) / 2));
+    }
+    out.push_back(p);
+  }
+}
+
+}  // namespace
+
+void matmul_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa isa) {
+  // Reused across calls; the workers reach them through these references (a
+  // thread_local named inside the lambda would be the worker's own).
+  thread_local std::vector<PreparedGroup> prepared_storage;
+  thread_local std::vector<MatmulGroup> live_storage;
+  std::vector<PreparedGroup>& prepared = prepared_storage;
+  std::vector<MatmulGroup>& live = live_storage;
+  live.clear();
+  for (const MatmulGroup& g : groups)
+    if (g.num_tokens > 0 && !g.targets.empty()) live.push_back(g);
+  if (live.empty()) return;
+  prepare_groups(pool, live, isa, prepared);
+  int64_t total_rows = 0, macs = 0, max_tokens = 0;
+  for (const PreparedGroup& p : prepared)
+    for (const MatmulTarget& t : p.targets) {
+      total_rows += t.w->rows;
+      macs += p.in.num_tokens * p.in.cols * t.w->rows;
+      max_tokens = std::max(max_tokens, p.in.num_tokens);
+    }
+
+  // Rows [begin, end) of the groups' targets laid end to end.
   auto run_rows = [&](int64_t begin, int64_t end) {
-    int64_t offset = 0;
-    for (const MatmulTarget& t : targets) {
-      const WeightMatrix& w = *t.w;
-      int64_t lo = std::max(begin, offset) - offset, hi = std::min(end, offset + w.rows) - offset;
-      offset += w.rows;
-      if (lo >= hi) continue;
-      TileKernel kernel = tile_kernel(isa, w.dtype);
-      const int64_t step = rows_per_block(w, num_tokens);
-      for (int64_t r = lo; r < hi; r += step) kernel(w, in, r, std::min(hi, r + step), t.y, w.rows);
-      if (t.bias != nullptr)
-        for (int64_t tok = 0; tok < num_tokens; ++tok)
-          for (int64_t r = lo; r < hi; ++r) t.y[tok * w.rows + r] += t.bias[r];
+    for (const PreparedGroup& p : prepared) {
+      int64_t offset = p.first_row;
+      for (const MatmulTarget& t : p.targets) {
+        const WeightMatrix& w = *t.w;
+        int64_t lo = std::max(begin, offset) - offset, hi = std::min(end, offset + w.rows) - offset;
+        offset += w.rows;
+        if (lo >= hi) continue;
+        TileKernel kernel = tile_kernel(isa, w.dtype);
+        const int64_t step = rows_per_block(w, p.in.num_tokens);
+        for (int64_t r = lo; r < hi; r += step) kernel(w, p.in, r, std::min(hi, r + step), t.y, w.rows);
+        if (t.bias != nullptr)
+          for (int64_t tok = 0; tok < p.in.num_tokens; ++tok)
+            for (int64_t r = lo; r < hi; ++r) t.y[tok * w.rows + r] += t.bias[r];
+      }
     }
   };
   // Below ~64K multiply-adds waking the workers costs more than it saves.
-  if (num_tokens * cols * total_rows < (1 << 16)) return run_rows(0, total_rows);
+  if (macs < (1 << 16)) return run_rows(0, total_rows);
   // Parts of whole 16-row groups (the packed layout's, and the kernels' tiles),
   // several per thread, so that a thread slowed by other work on its core
   // hands the rest of its share to the others (each row's result does not
@@ -187,7 +253,13 @@ void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<cons
   // part computes for milliseconds (a 512-token prefill's gate / up: ~5 ms
   // each on this VM's cores instead of ~20) and the other thread waits at
   // the end for whichever part a descheduled thread holds.
-  pool.parallel_for(total_rows, run_rows, 16, num_tokens > 4 ? 16 : 4);
+  pool.parallel_for(total_rows, run_rows, 16, max_tokens > 4 ? 16 : 4);
+}
+
+void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<const MatmulTarget> targets,
+            Isa isa) {
+  const MatmulGroup group{x, num_tokens, targets};
+  matmul_groups(pool, std::span<const MatmulGroup>(&group, 1), isa);
 }
 
 void matmul(ThreadPool& pool, const float* x, const WeightMatrix& w, const float* bias, float* y,

@@ -116,6 +116,18 @@ void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<cons
 void matmul(ThreadPool& pool, const float* x, const WeightMatrix& w, const float* bias, float* y,
             int64_t num_tokens, Isa isa = active_isa());
 
+// One product of a grouped call: its own input and targets.
+struct MatmulGroup {
+  const float* x = nullptr;  // [num_tokens, in]
+  int64_t num_tokens = 0;
+  std::span<const MatmulTarget> targets;
+};
+// Independent products in one parallel section (the experts of a
+// mixture-of-experts layer, each with the tokens routed to it): each group's
+// weights are streamed once for all its tokens, and every result is what
+// matmul() gives for that group alone (bit for bit).
+void matmul_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa isa = active_isa());
+
 // Dot product of two f32 vectors (run-time dispatch).
 float dot_f32(const float* a, const float* b, int64_t n);
 
