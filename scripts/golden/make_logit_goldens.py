@@ -66,6 +66,10 @@ from transformers import (
     Phi3ForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
+    Qwen3MoeConfig,
+    Qwen3MoeForCausalLM,
+    MixtralConfig,
+    MixtralForCausalLM,
 )
 
 torch.set_num_threads(1)
@@ -239,6 +243,24 @@ MODELS = [
                                   "long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 9.0, 13.0, 20.0]}),
         save_dtype=torch.float32, config_format="v5", max_shard_size=None,
         incremental_differs=True),
+    # Mixture of experts. Qwen3-MoE: 8 experts of width 32, top 3 without
+    # renormalisation (norm_topk_prob false), q/k norms. Written as the Hub's
+    # files (num_experts; transformers 5 writes num_local_experts).
+    dict(
+        name="qwen3-moe", seed=1017, cls=Qwen3MoeForCausalLM, cfg_cls=Qwen3MoeConfig,
+        cfg=dict(num_key_value_heads=2, head_dim=16, tie_word_embeddings=False, rms_norm_eps=1e-6,
+                 num_experts=8, num_experts_per_tok=3, moe_intermediate_size=32, norm_topk_prob=False,
+                 use_sliding_window=False,
+                 rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+        save_dtype=torch.float32, config_format="hub-moe", max_shard_size=None),
+    # Mixtral: 4 experts of intermediate_size, top 2, renormalised (always);
+    # transformers-4 config layout.
+    dict(
+        name="mixtral", seed=1018, cls=MixtralForCausalLM, cfg_cls=MixtralConfig,
+        cfg=dict(num_key_value_heads=2, tie_word_embeddings=False, rms_norm_eps=1e-5,
+                 num_local_experts=4, num_experts_per_tok=2, sliding_window=None,
+                 rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+        save_dtype=torch.float32, config_format="legacy", max_shard_size=None),
 ]
 
 
@@ -301,6 +323,14 @@ def to_phi3_legacy_config(path):
         cfg["rope_scaling"] = {"type": "su", "short_factor": rope["short_factor"],
                                "long_factor": rope["long_factor"],
                                "original_max_position_embeddings": rope["original_max_position_embeddings"]}
+    rewrite_config(path, edit)
+
+
+def to_hub_moe_config(path):
+    """Rename num_local_experts, as transformers 5 writes Qwen3-MoE's count,
+    to num_experts, as the Hub's Qwen3-MoE files (transformers 4) have it."""
+    def edit(cfg):
+        cfg["num_experts"] = cfg.pop("num_local_experts")
     rewrite_config(path, edit)
 
 
@@ -372,6 +402,8 @@ def make_one(spec):
         to_legacy_config(os.path.join(folder, "config.json"))
     elif spec["config_format"] == "phi3-legacy":
         to_phi3_legacy_config(os.path.join(folder, "config.json"))
+    elif spec["config_format"] == "hub-moe":
+        to_hub_moe_config(os.path.join(folder, "config.json"))
     elif spec["config_format"] == "gemma3-legacy":
         to_gemma3_legacy_config(os.path.join(folder, "config.json"), spec["cfg"]["sliding_window_pattern"])
     if spec.get("drop_layer_types"):

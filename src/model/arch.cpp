@@ -14,11 +14,13 @@ extern const ArchDef kQwen3Arch;
 extern const ArchDef kGemma2Arch;
 extern const ArchDef kGemma3Arch;
 extern const ArchDef kPhi3Arch;
+extern const ArchDef kMixtralArch;
+extern const ArchDef kQwen3MoeArch;
 
 namespace {
 
 constexpr const ArchDef* kArchs[] = {&kLlamaArch, &kMistralArch, &kQwen2Arch, &kQwen3Arch, &kGemma2Arch, &kGemma3Arch,
-                                     &kPhi3Arch};
+                                     &kPhi3Arch, &kMixtralArch, &kQwen3MoeArch};
 
 template <typename Key>
 const ArchDef* find_by(std::string_view name, Key key) {
@@ -97,6 +99,41 @@ std::vector<LayerTensor> llama_layer_tensors(const ModelConfig& c) {
   t.push_back(LayerTensor::norm("post_attention_layernorm.weight", "ffn_norm.weight", c.dim, &L::ffn_norm));
   add_mlp_tensors(c, t);
   return t;
+}
+
+std::vector<LayerTensor> moe_layer_tensors(const ModelConfig& c, const HfMoeNames& names) {
+  using L = LayerWeights;
+  using E = ExpertWeights;
+  const int64_t dim = c.dim, hidden = c.expert_hidden_dim;
+  std::vector<LayerTensor> t;
+  t.push_back(LayerTensor::norm("input_layernorm.weight", "attn_norm.weight", c.dim, &L::attn_norm));
+  add_attention_tensors(c, t);
+  t.push_back(LayerTensor::norm("post_attention_layernorm.weight", "ffn_norm.weight", c.dim, &L::ffn_norm));
+  t.push_back(LayerTensor::matrix(names.router, "ffn_gate_inp.weight", c.num_experts, dim, &L::router));
+  struct Proj {
+    const char* hf;
+    const char* gguf;
+    int64_t rows, cols;
+    LayerTensor::ExpertSlot slot;
+  };
+  const Proj projs[] = {{names.gate, "ffn_gate_exps.weight", hidden, dim, &E::w_gate},
+                        {names.up, "ffn_up_exps.weight", hidden, dim, &E::w_up},
+                        {names.down, "ffn_down_exps.weight", dim, hidden, &E::w_down}};
+  for (const Proj& p : projs) {
+    t.push_back(LayerTensor::stacked_experts(p.gguf, c.num_experts, p.rows, p.cols, p.slot));
+    for (int32_t e = 0; e < c.num_experts; ++e)
+      t.push_back(LayerTensor::expert_matrix(str_cat(names.experts, ".", e, ".", p.hf, ".weight"), e, p.rows,
+                                             p.cols, p.slot));
+  }
+  return t;
+}
+
+Status read_gguf_experts(const GgufFields& f, const std::string& arch, ModelConfig& c) {
+  ZL_ASSIGN_OR_RETURN(c.num_experts, f.get_i32(arch + ".expert_count"));
+  ZL_ASSIGN_OR_RETURN(c.experts_per_token, f.get_i32(arch + ".expert_used_count"));
+  ZL_ASSIGN_OR_RETURN(c.expert_hidden_dim, f.get_i32(arch + ".expert_feed_forward_length", c.hidden_dim));
+  c.norm_topk_prob = true;
+  return ok_status();
 }
 
 std::vector<LayerTensor> gemma_layer_tensors(const ModelConfig& c) {

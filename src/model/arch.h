@@ -51,6 +51,25 @@ std::string supported_gguf_names();
 // (with a bias when config.o_bias), ffn_norm, gate, up, down; q_norm and
 // k_norm ([head_dim]) when config.qk_norm.
 std::vector<LayerTensor> llama_layer_tensors(const ModelConfig& config);
+// A mixture-of-experts family's tensor names in Hugging Face files, after
+// "model.layers.N.": the router, and "<experts>.<e>.<gate|up|down>.weight".
+struct HfMoeNames {
+  const char* router;   // "mlp.gate.weight"
+  const char* experts;  // "mlp.experts"
+  const char* gate;     // "gate_proj"
+  const char* up;       // "up_proj"
+  const char* down;     // "down_proj"
+};
+// The Llama block with its MLP replaced by experts: llama_layer_tensors'
+// norms and attention, the router (GGUF: ffn_gate_inp) and each expert's
+// gate, up and down (GGUF: stacked in ffn_gate_exps, ffn_up_exps,
+// ffn_down_exps).
+std::vector<LayerTensor> moe_layer_tensors(const ModelConfig& config, const HfMoeNames& names);
+// {arch}.expert_count, {arch}.expert_used_count and the experts' width,
+// {arch}.expert_feed_forward_length (default: feed_forward_length). llama.cpp
+// renormalises the top-k weights of both families read this way (Mixtral in
+// "llama", "qwen3moe"); so does this.
+Status read_gguf_experts(const GgufFields& fields, const std::string& arch, ModelConfig& config);
 // The Gemma 2 / 3 block: Llama's tensors under Gemma's names, plus the norms
 // after attention and after the MLP (post_norms) and, with qk_norm, q/k norms.
 std::vector<LayerTensor> gemma_layer_tensors(const ModelConfig& config);

@@ -69,6 +69,13 @@ Status validate_config(const ModelConfig& c, const std::string& source) {
   if (!(c.attn_softcap >= 0.0f)) return bad("attn_logit_softcapping", c.attn_softcap, "must be positive or null");
   if (!(c.final_softcap >= 0.0f)) return bad("final_logit_softcapping", c.final_softcap, "must be positive or null");
   if (!(c.rope_theta_sliding >= 0.0f)) return bad("rope_local_base_freq", c.rope_theta_sliding, "must be positive");
+  if (c.num_experts < 0 || c.num_experts > 4096) return bad("num_experts", c.num_experts, "must be in [0, 4096]");
+  if (c.is_moe()) {
+    if (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts)
+      return bad("num_experts_per_tok", c.experts_per_token, "must be in [1, num_experts]");
+    if (c.expert_hidden_dim <= 0 || c.expert_hidden_dim > 16 * kMaxDim)
+      return bad("moe_intermediate_size", c.expert_hidden_dim, "must be positive");
+  }
   if (c.bos_token_id >= c.vocab_size) return bad("bos_token_id", c.bos_token_id, "is not below vocab_size");
   for (int32_t id : c.eos_token_ids)
     if (id < 0 || id >= c.vocab_size) return bad("eos_token_id", id, "is not in [0, vocab_size)");
@@ -90,6 +97,7 @@ std::vector<std::string> recipe_features(const ModelConfig& c) {
   if (c.final_softcap > 0.0f) features.emplace_back("final_softcap");
   if (!c.layer_sliding.empty()) features.emplace_back("sliding_window");
   if (c.rope_theta_sliding > 0.0f) features.emplace_back("sliding_rope_theta");
+  if (c.is_moe()) features.emplace_back("moe");
   return features;
 }
 

@@ -83,6 +83,16 @@ struct ModelConfig {
   // > 0: windowed layers rotate with this base and no scaling (Gemma 3's
   // local layers); 0: every layer uses rope_theta and rope_scaling.
   float rope_theta_sliding = 0.0f;
+  // Mixture of experts (Mixtral, Qwen3-MoE): num_experts > 0 replaces every
+  // layer's MLP by num_experts gated MLPs of expert_hidden_dim. A router
+  // ([num_experts, dim]) scores each token; softmax over all experts, the
+  // experts_per_token most probable run, and their outputs are summed
+  // weighted by those probabilities, renormalised to sum 1 when
+  // norm_topk_prob. 0: a dense MLP of hidden_dim.
+  int32_t num_experts = 0;
+  int32_t experts_per_token = 0;
+  int32_t expert_hidden_dim = 0;
+  bool norm_topk_prob = true;
 
   int32_t q_dim() const { return num_heads * head_dim; }
   int32_t kv_dim() const { return num_kv_heads * head_dim; }
@@ -98,6 +108,9 @@ struct ModelConfig {
   }
   float attention_scale() const;
   int32_t rope_dim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  bool is_moe() const { return num_experts > 0; }
+  // The width of the MLP a token runs: an expert's, or the dense MLP's.
+  int32_t mlp_hidden_dim() const { return is_moe() ? expert_hidden_dim : hidden_dim; }
 };
 
 // Checks every field is positive and consistent (heads divide, head_dim even,

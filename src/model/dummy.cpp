@@ -43,8 +43,27 @@ std::vector<Preset> presets() {
   ModelConfig tiny_window = make_config(512, 128, 4, 4, 2, 344, 1024, false);
   tiny_window.sliding_window = 40;
   tiny_window.layer_sliding = {1, 1, 1, 0};
+  // tiny's attention with Mixtral's experts: 8 of width 64, 2 per token.
+  ModelConfig tiny_moe = make_config(512, 128, 4, 4, 2, 344, 1024, false);
+  tiny_moe.arch = "mixtral";
+  tiny_moe.num_experts = 8;
+  tiny_moe.experts_per_token = 2;
+  tiny_moe.expert_hidden_dim = 64;
+  // Qwen3-30B-A3B's routing (128 experts, 8 per token, width 768 of 2048)
+  // at half the width and a sixth of the layers: 0.66B parameters, 0.1B
+  // active per token.
+  ModelConfig moe_small = make_config(32000, 1024, 8, 16, 4, 3072, 4096, false);
+  moe_small.arch = "qwen3_moe";
+  moe_small.qk_norm = true;
+  moe_small.head_dim = 64;
+  moe_small.rope_theta = 1000000.0f;
+  moe_small.num_experts = 64;
+  moe_small.experts_per_token = 8;
+  moe_small.expert_hidden_dim = 384;
   return {
       {"tiny", make_config(512, 128, 4, 4, 2, 344, 1024, false)},
+      {"tiny-moe", tiny_moe},
+      {"moe-small", moe_small},
       {"tiny-window", tiny_window},
       {"llama-110m", make_config(32000, 768, 12, 12, 12, 2048, 1024, true)},
       {"llama-1b", llama_1b},
@@ -124,7 +143,7 @@ StatusOr<ModelWeights> dummy_weights(const ModelConfig& config, uint64_t seed, c
   for (const LayerWeights& l : weights.layers) {
     for (const float* v : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.bo, l.q_norm, l.k_norm, l.post_attn_norm,
                            l.post_ffn_norm}) used.insert(v);
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) used.insert(m->data);
+    LayerWeights::for_each_matrix(l, [&](const WeightMatrix& m) { used.insert(m.data); });
   }
   for (auto& buffer : storage.owned)
     if (used.count(buffer.get()) != 0) weights.owned.push_back(std::move(buffer));

@@ -25,7 +25,8 @@ constexpr const char* kComputeFields[] = {
     "max_window_layers", "layer_types", "attn_logit_softcapping", "final_logit_softcapping",
     "query_pre_attn_scalar", "partial_rotary_factor", "rope_local_base_freq", "sliding_window_pattern",
     "use_qk_norm", "qk_layernorm", "num_experts", "num_local_experts", "num_experts_per_tok",
-    "moe_intermediate_size", "shared_expert_intermediate_size", "embedding_multiplier", "logits_scaling",
+    "moe_intermediate_size", "shared_expert_intermediate_size", "norm_topk_prob", "decoder_sparse_step",
+    "mlp_only_layers", "embedding_multiplier", "logits_scaling",
     "residual_multiplier", "attention_multiplier", "clip_qkv", "use_parallel_residual", "no_rope_layers",
     "attention_chunk_size"};
 

@@ -12,6 +12,7 @@
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "model/llama_cuda.h"
+#include "model/moe.h"
 
 namespace zl {
 
@@ -24,22 +25,12 @@ struct LlamaModel::Buffers {
   std::vector<float> v;       // [T, kv_dim]
   std::vector<float> att;     // [T, q_dim] attention output before wo
   std::vector<float> proj;    // [T, dim] output of wo / w_down
-  std::vector<float> gate;    // [T, hidden_dim]
+  std::vector<float> gate;    // [T, hidden_dim], a dense MLP's
   std::vector<float> up;      // [T, hidden_dim]
   std::vector<int32_t> positions;            // [T]
   std::vector<const int32_t*> block_tables;  // [T] the token's sequence's table
   std::vector<const int32_t*> window_tables; // [T] its window table (cache with window slots)
 };
-
-// Runs fn(begin, end) over ranges of the step's tokens: on the pool for a
-// prefill, inline when the step is too small to repay waking the workers
-// (decode). For the per-token and elementwise ops between the matmuls, which
-// give each element the same bits however the tokens are split.
-template <typename F>
-void for_token_ranges(ThreadPool& pool, int64_t num_tokens, int64_t elems_per_token, F&& fn) {
-  if (num_tokens * elems_per_token < (1 << 16)) return fn(int64_t{0}, num_tokens);
-  pool.parallel_for(num_tokens, fn);
-}
 
 std::vector<float> rope_inv_freq(const ModelConfig& c) {
   const int32_t dim = c.rope_dim();
@@ -101,8 +92,12 @@ LlamaModel::LlamaModel(const ModelConfig& config, const ModelWeights& weights, T
   buf_->v.resize(t * config.kv_dim());
   buf_->att.resize(t * config.q_dim());
   buf_->proj.resize(t * config.dim);
-  buf_->gate.resize(t * config.hidden_dim);
-  buf_->up.resize(t * config.hidden_dim);
+  if (config.is_moe()) {
+    moe_ = std::make_unique<MoeMlp>(config_, max_batch_tokens);
+  } else {
+    buf_->gate.resize(t * config.hidden_dim);
+    buf_->up.resize(t * config.hidden_dim);
+  }
   buf_->positions.resize(t);
   buf_->block_tables.resize(t);
   buf_->window_tables.resize(t);
@@ -242,16 +237,15 @@ void LlamaModel::mlp_block(int32_t layer, int64_t num_tokens) {
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   Buffers& b = *buf_;
   norm_into_xb(w.ffn_norm, num_tokens);
+  if (moe_) {
+    moe_->forward(pool_, w, b.xb.data(), num_tokens, b.proj.data());
+    return add_residual(w.post_ffn_norm, num_tokens);
+  }
   const cpu::MatmulTarget gate_up[] = {{&w.w_gate, nullptr, b.gate.data()}, {&w.w_up, nullptr, b.up.data()}};
   cpu::matmul(pool_, b.xb.data(), num_tokens, gate_up);
   const int64_t hidden = c.hidden_dim;
   for_token_ranges(pool_, num_tokens, hidden, [&](int64_t t0, int64_t t1) {
-    float* gate = &b.gate[t0 * hidden];
-    const float* up = &b.up[t0 * hidden];
-    switch (c.activation) {
-      case Activation::kSilu: cpu::swiglu_f32(gate, up, gate, (t1 - t0) * hidden); break;
-      case Activation::kGeluTanh: cpu::gelu_tanh_glu_f32(gate, up, gate, (t1 - t0) * hidden); break;
-    }
+    gated_activation(c.activation, &b.gate[t0 * hidden], &b.up[t0 * hidden], (t1 - t0) * hidden);
   });
   cpu::matmul(pool_, b.gate.data(), w.w_down, nullptr, b.proj.data(), num_tokens);
   add_residual(w.post_ffn_norm, num_tokens);

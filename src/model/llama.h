@@ -44,6 +44,7 @@ struct ForwardBatch {
 };
 
 class CudaLlamaModel;
+class MoeMlp;
 
 class LlamaModel {
  public:
@@ -89,6 +90,7 @@ class LlamaModel {
   std::vector<float> inv_freq_;          // [head_dim / 2], rope frequencies after scaling
   std::vector<float> inv_freq_sliding_;  // [head_dim / 2], windowed layers' (rope_theta_sliding), or empty
   std::unique_ptr<Buffers> buf_;
+  std::unique_ptr<MoeMlp> moe_;           // the experts' scratch, with num_experts > 0
   std::unique_ptr<CudaLlamaModel> cuda_;  // null: the CPU
 };
 

@@ -111,11 +111,12 @@ void convert_rows(const WeightMatrix& src, WeightMatrix& dst, uint8_t* out, floa
 // stored that way, otherwise converted (on all cores) into owned storage.
 StatusOr<WeightMatrix> matrix_in_format(const TensorInfo& info, const WeightFormat& format, ModelWeights& weights,
                                         const std::string& source) {
+  // [..., rows, cols]: a stack of matrices (experts) is one of stacked rows.
   WeightMatrix stored;
   stored.dtype = info.dtype;
   stored.data = info.data;
-  stored.rows = info.shape[0];
-  stored.cols = info.shape[1];
+  stored.rows = info.num_elements() / info.shape.back();
+  stored.cols = info.shape.back();
   WeightMatrix dst = stored;
   dst.dtype = target_dtype(info.dtype, format);
   if (dst.dtype == stored.dtype) return stored;
@@ -173,8 +174,7 @@ float* ModelWeights::allocate(int64_t num_elems) {
 int64_t ModelWeights::matrix_bytes() const {
   int64_t total = 0;
   for (const LayerWeights& l : layers)
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      total += m->num_bytes();
+    LayerWeights::for_each_matrix(l, [&](const WeightMatrix& m) { total += m.num_bytes(); });
   return total + lm_head.num_bytes();
 }
 
@@ -188,8 +188,7 @@ void pack_weights_for_cpu(ModelWeights& weights) {
     m.packed = dst;
     for (const auto& file : weights.files) file->release_pages(m.data, static_cast<size_t>(m.rows * m.row_bytes()));
   };
-  for (LayerWeights& l : weights.layers)
-    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m);
+  for (LayerWeights& l : weights.layers) LayerWeights::for_each_matrix(l, pack);
   pack(weights.lm_head);
 }
 
@@ -274,7 +273,8 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c, TensorNaming nami
   std::vector<TensorSpec> specs;
   specs.push_back({g.embed, {c.vocab_size, c.dim}, true});
   for (int layer = 0; layer < c.num_layers; ++layer)
-    for (const LayerTensor& t : layer_tensors) specs.push_back({layer_tensor_name(naming, layer, t), t.shape, true});
+    for (const LayerTensor& t : layer_tensors)
+      if (t.in(naming)) specs.push_back({layer_tensor_name(naming, layer, t), t.shape, true});
   specs.push_back({g.norm, {c.dim}, true});
   if (!c.tie_word_embeddings) specs.push_back({g.lm_head, {c.vocab_size, c.dim}, true});
   // llama.cpp's converter writes LongRoPE's factors as tensors (arch/phi3.cpp).
@@ -357,7 +357,9 @@ StatusOr<ModelWeights> load_weights(const ModelConfig& c, const TensorIndex& ten
   w.layers.resize(static_cast<size_t>(c.num_layers));
   for (int layer = 0; layer < c.num_layers; ++layer) {
     LayerWeights& lw = w.layers[static_cast<size_t>(layer)];
+    lw.experts.resize(static_cast<size_t>(c.num_experts));
     for (const LayerTensor& t : layer_tensors) {
+      if (!t.in(naming)) continue;
       std::string name = layer_tensor_name(naming, layer, t);
       if (t.vec != nullptr) {
         lw.*t.vec = get_vector(name, t.is_norm);
@@ -365,6 +367,15 @@ StatusOr<ModelWeights> load_weights(const ModelConfig& c, const TensorIndex& ten
       }
       WeightMatrix whole;
       ZL_RETURN_IF_ERROR(get_matrix(name, whole));
+      if (t.expert_mat != nullptr) {
+        // A stack's expert e is rows [e * rows, (e + 1) * rows).
+        const int64_t rows = t.shape[t.shape.size() - 2];
+        for (int32_t e = 0; e < c.num_experts; ++e) {
+          if (t.expert >= 0 && t.expert != e) continue;
+          lw.experts[static_cast<size_t>(e)].*t.expert_mat = row_range(whole, t.expert < 0 ? e * rows : 0, rows);
+        }
+        continue;
+      }
       int64_t row = 0;
       for (const LayerTensor::Part& part : t.parts) {
         lw.*part.mat = row_range(whole, row, part.rows);

@@ -20,7 +20,16 @@
 
 namespace zl {
 
-// Optional parts are null unless the recipe (ModelConfig) has them.
+// One expert of a mixture-of-experts layer: a gated MLP,
+// down(act(gate(x)) * up(x)).
+struct ExpertWeights {
+  WeightMatrix w_gate;  // [expert_hidden_dim, dim]
+  WeightMatrix w_up;    // [expert_hidden_dim, dim]
+  WeightMatrix w_down;  // [dim, expert_hidden_dim]
+};
+
+// Optional parts are null (matrices: data null) unless the recipe
+// (ModelConfig) has them.
 struct LayerWeights {
   const float* attn_norm = nullptr;  // [dim]
   WeightMatrix wq;                   // [q_dim, dim]
@@ -35,10 +44,22 @@ struct LayerWeights {
   const float* bo = nullptr;         // [dim], only with o_bias
   const float* post_attn_norm = nullptr;  // [dim], only with post_norms
   const float* ffn_norm = nullptr;   // [dim]
-  WeightMatrix w_gate;               // [hidden_dim, dim]
+  WeightMatrix w_gate;               // [hidden_dim, dim], a dense MLP's
   WeightMatrix w_up;                 // [hidden_dim, dim]
   WeightMatrix w_down;               // [dim, hidden_dim]
+  WeightMatrix router;               // [num_experts, dim], only with experts (is_moe)
+  std::vector<ExpertWeights> experts;  // [num_experts], in place of w_gate, w_up, w_down
   const float* post_ffn_norm = nullptr;  // [dim], only with post_norms
+
+  // f(WeightMatrix&) for every matrix the layer has (the experts' too).
+  template <typename Self, typename F>
+  static void for_each_matrix(Self& self, F&& f) {
+    for (auto* m : {&self.wq, &self.wk, &self.wv, &self.wo, &self.w_gate, &self.w_up, &self.w_down, &self.router})
+      if (m->data != nullptr) f(*m);
+    for (auto& e : self.experts)
+      for (auto* m : {&e.w_gate, &e.w_up, &e.w_down})
+        if (m->data != nullptr) f(*m);
+  }
 };
 
 struct ModelWeights {
@@ -75,10 +96,12 @@ void pack_weights_for_cpu(ModelWeights& weights);
 enum class TensorNaming { kHuggingFace, kGguf };
 
 // One per-layer tensor of an architecture (model/arch.h): its names after
-// "model.layers.N." and after "blk.N.", its shape, and where it goes.
+// "model.layers.N." and after "blk.N." (empty: the format has no such
+// tensor), its shape, and where it goes.
 struct LayerTensor {
   using VecSlot = const float* LayerWeights::*;
   using MatSlot = WeightMatrix LayerWeights::*;
+  using ExpertSlot = WeightMatrix ExpertWeights::*;
   // A matrix's consecutive row ranges, in order: one part for a plain
   // projection, several for a fused one (q, k and v of one qkv tensor).
   struct Part {
@@ -91,6 +114,13 @@ struct LayerTensor {
   VecSlot vec = nullptr;     // a norm or a bias, f32 [shape[0]]; or
   std::vector<Part> parts;  // a matrix [rows, cols]
   bool is_norm = false;     // a norm weight (gets ModelConfig::norm_weight_offset)
+  // An expert's matrix: expert `expert`'s (a tensor per expert, as Hugging
+  // Face files hold them), or, with expert -1, every expert's, stacked
+  // [num_experts, rows, cols] (GGUF's merged ffn_*_exps).
+  ExpertSlot expert_mat = nullptr;
+  int32_t expert = -1;
+
+  bool in(TensorNaming naming) const { return !(naming == TensorNaming::kGguf ? gguf_suffix : hf_suffix).empty(); }
 
   static LayerTensor norm(std::string hf, std::string gguf, int64_t n, VecSlot vec) {
     return {std::move(hf), std::move(gguf), {n}, vec, {}, true};
@@ -100,6 +130,13 @@ struct LayerTensor {
   }
   static LayerTensor matrix(std::string hf, std::string gguf, int64_t rows, int64_t cols, MatSlot mat) {
     return {std::move(hf), std::move(gguf), {rows, cols}, nullptr, {{mat, rows}}, false};
+  }
+  static LayerTensor expert_matrix(std::string hf, int32_t expert, int64_t rows, int64_t cols, ExpertSlot slot) {
+    return {std::move(hf), "", {rows, cols}, nullptr, {}, false, slot, expert};
+  }
+  static LayerTensor stacked_experts(std::string gguf, int32_t num_experts, int64_t rows, int64_t cols,
+                                     ExpertSlot slot) {
+    return {"", std::move(gguf), {num_experts, rows, cols}, nullptr, {}, false, slot, -1};
   }
 };
 

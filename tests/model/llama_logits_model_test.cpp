@@ -129,6 +129,7 @@ INSTANTIATE_TEST_SUITE_P(Goldens, LogitsTest,
                                            "logits/qwen2-swa", "logits/qwen3", "logits/qwen3-bias-swa",
                                            "logits/gemma3", "logits/gemma3-legacy", "logits/gemma2",
                                            "logits/phi3-longrope-short", "logits/phi3-longrope-long",
+                                           "logits/qwen3-moe", "logits/mixtral",
                                            "gguf/llama-gqa-tied.f32", "gguf/llama-gqa-tied.f16",
                                            "gguf/llama-gqa-tied.q8_0", "gguf/llama-gqa-tied.q4_0"),
                          [](const auto& info) {

@@ -1,8 +1,10 @@
 // GGUF files written by llama.cpp's own converter (convert_hf_to_gguf.py) from
 // the transformers goldens, against what llama.cpp itself computes on the
 // same files (tests/golden/llamacpp, made by
-// scripts/golden/make_llamacpp_gguf_goldens.py): an 8-token prompt, then 32
-// greedy steps, each fed llama.cpp's token.
+// scripts/golden/make_llamacpp_gguf_goldens.py; the mixture-of-experts ones,
+// with llama.cpp's merged ffn_*_exps tensors, by make_moe_gguf_goldens.py
+// through llama-server): an 8-token prompt, then 32 (MoE: 16) greedy steps,
+// each fed llama.cpp's token.
 //
 // Every step's top-1 must be llama.cpp's (the goldens state each step's
 // top-1 / top-2 margin; the smallest is ~0.008). The top-5 log-probabilities
@@ -105,7 +107,8 @@ INSTANTIATE_TEST_SUITE_P(Goldens, LlamaCppGgufTest,
                                            "qwen2-bias.q8_0", "qwen3.f16", "qwen3.q8_0", "gemma2.f16",
                                            "gemma2.q8_0", "gemma3.f16", "gemma3.q8_0", "phi3-longrope-short.f16",
                                            "phi3-longrope-short.q8_0", "phi3-longrope-long.f16",
-                                           "phi3-longrope-long.q8_0"),
+                                           "phi3-longrope-long.q8_0", "qwen3-moe.f16", "qwen3-moe.q8_0",
+                                           "mixtral.f16", "mixtral.q8_0"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name)

@@ -1,9 +1,13 @@
 // Llama 2 / 3 (LlamaForCausalLM; GGUF "llama", which llama.cpp also uses for
-// Mistral 7B): pre-norm RMSNorm, SwiGLU, rope. attention_bias puts biases on
-// all four attention projections (q, k, v and o).
+// Mistral 7B, and for Mixtral: a file with {arch}.expert_count > 0 is read
+// by arch/mixtral.cpp): pre-norm RMSNorm, SwiGLU, rope. attention_bias puts
+// biases on all four attention projections (q, k, v and o).
 #include "model/arch.h"
 
 namespace zl {
+
+Status read_gguf_mixtral(const GgufFields& f, ModelConfig& c);
+
 namespace {
 
 Status read_hf(const HfFields& f, ModelConfig& c) {
@@ -16,6 +20,11 @@ Status read_hf(const HfFields& f, ModelConfig& c) {
 }
 
 Status read_gguf(const GgufFields& f, ModelConfig& c) {
+  ZL_ASSIGN_OR_RETURN(int32_t experts, f.get_i32(c.source_arch + ".expert_count", 0));
+  if (experts > 0) {
+    c.arch = "mixtral";
+    return read_gguf_mixtral(f, c);
+  }
   c.rope_interleaved = true;  // llama.cpp's converter permutes q/k into pair order
   read_gguf_biases(f, c);
   return ok_status();
