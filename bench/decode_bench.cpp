@@ -23,6 +23,10 @@
 // time and the time the step's multiply-adds (batch x parameters) take at the
 // dot-product peak of the format's kernels (compute_probe.h: int8 for the
 // quantized formats, bf16 for bf16), over the step's time; and which bound.
+// A mixture-of-experts step streams its dense matrices and, per layer, the
+// experts its tokens chose (counted by the model; step_bytes,
+// experts_per_layer): the sweep time is scaled to those bytes, and a token's
+// multiply-adds count its experts_per_token experts only.
 //
 // Usage: decode_bench --model dummy:llama-1b --formats f32,bf16,int8,q8_0,q4_0
 //                     [--threads 2] [--runs 3] [--steps 16] [--prompt 512] [--batches 1,8]
@@ -79,24 +83,48 @@ StatusOr<WeightFormat> parse_format(const std::string& name) {
   return f;
 }
 
-// The bytes a decode step streams: each matrix's packed copy where the
+// The bytes of a matrix a decode step streams: its packed copy where the
 // loader made one (what the AVX-512 kernels read), else its stored rows, plus
-// int8's row scales; lm_head once when tied.
+// int8's row scales.
+std::vector<ByteSpan> matrix_spans(const WeightMatrix& m) {
+  std::vector<ByteSpan> spans;
+  const int64_t packed = cpu::packed_bytes(m);
+  if (m.packed != nullptr && packed > 0) {
+    spans.push_back({m.packed, packed});
+  } else {
+    spans.push_back({static_cast<const uint8_t*>(m.data), m.rows * m.row_bytes()});
+  }
+  if (m.scales != nullptr) spans.push_back({reinterpret_cast<const uint8_t*>(m.scales), m.rows * 4});
+  return spans;
+}
+
+// Every matrix's spans (all experts of a MoE model), lm_head once when tied.
 std::vector<ByteSpan> weight_spans(const ModelWeights& w) {
   std::vector<ByteSpan> spans;
   auto add = [&](const WeightMatrix& m) {
-    const int64_t packed = cpu::packed_bytes(m);
-    if (m.packed != nullptr && packed > 0) {
-      spans.push_back({m.packed, packed});
-    } else {
-      spans.push_back({static_cast<const uint8_t*>(m.data), m.rows * m.row_bytes()});
-    }
-    if (m.scales != nullptr) spans.push_back({reinterpret_cast<const uint8_t*>(m.scales), m.rows * 4});
+    for (const ByteSpan& s : matrix_spans(m)) spans.push_back(s);
   };
-  for (const LayerWeights& l : w.layers)
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+  for (const LayerWeights& l : w.layers) LayerWeights::for_each_matrix(l, add);
   add(w.lm_head);
   return spans;
+}
+
+// A MoE model's experts: their bytes as streamed, and their parameters.
+struct ExpertTotals {
+  int64_t bytes = 0, params = 0, count = 0;
+};
+
+ExpertTotals expert_totals(const ModelWeights& w) {
+  ExpertTotals t;
+  for (const LayerWeights& l : w.layers)
+    for (const ExpertWeights& e : l.experts) {
+      ++t.count;
+      for (const WeightMatrix* m : {&e.w_gate, &e.w_up, &e.w_down}) {
+        for (const ByteSpan& s : matrix_spans(*m)) t.bytes += s.bytes;
+        t.params += m->rows * m->cols;
+      }
+    }
+  return t;
 }
 
 // Positions [0, context) of each table's sequence, every layer: random keys
@@ -147,7 +175,8 @@ struct Run {
   KvCache& cache;
   KvInfo kv;
   std::vector<std::vector<int32_t>> tables;
-  int64_t weight_bytes = 0, params = 0;
+  int64_t weight_bytes = 0, params = 0;  // params: multiply-adds per token
+  ExpertTotals experts;                  // MoE: all experts, of which a token runs k per layer
   // The dot-product peak of the format's kernels (compute_probe.h), 1e9
   // multiply-adds per second; 0: not probed (f32, f16, no VNNI / BF16).
   double peak_gmacs = 0;
@@ -166,7 +195,16 @@ struct Measured {
   int batch = 1, tokens_per_run = 0;
   double compute_s = 0;  // 0: no compute ceiling
   std::vector<double> seconds, cpu_seconds, sweep_gbs, bw_fractions, roofline_fractions;
+  // Decode of a MoE model: per run, the weight bytes one step streamed (the
+  // dense matrices and the experts that had tokens) and experts run per
+  // layer and step. Empty: every step streams all of weight_bytes.
+  std::vector<double> step_bytes, experts_per_layer;
 };
+
+// The bytes one forward pass of the measurement streams.
+double bytes_per_pass(const Run& r, const Measured& m) {
+  return m.step_bytes.empty() ? static_cast<double>(r.weight_bytes) : summarize(m.step_bytes).median;
+}
 
 // The bandwidth and roofline fields of a line.
 std::string ceiling_fields(const Run& r, const Measured& m, double gbs) {
@@ -179,7 +217,7 @@ std::string ceiling_fields(const Run& r, const Measured& m, double gbs) {
                           bw.median, bw.max, frac.median, frac.min, frac.max);
     if (!m.roofline_fractions.empty()) {
       const Summary roof = summarize(m.roofline_fractions);
-      const double sweep_s = static_cast<double>(r.weight_bytes) / (bw.median * 1e9);
+      const double sweep_s = bytes_per_pass(r, m) / (bw.median * 1e9);
       std::snprintf(out + n, sizeof out - static_cast<size_t>(n),
                     ",\"peak_gmacs\":%.1f,\"bound\":\"%s\",\"roofline_fraction\":%.3f,"
                     "\"roofline_fraction_min\":%.3f,\"roofline_fraction_max\":%.3f",
@@ -200,15 +238,19 @@ void print_line(const Run& r, const Measured& m) {
   Summary s = summarize(tok_s);
   // Forward passes per second at the median, times the bytes each streams.
   double passes_per_s = std::string(m.phase) == "prefill" ? s.median / m.tokens_per_run : s.median / m.batch;
-  double gbs = passes_per_s * static_cast<double>(r.weight_bytes) / 1e9;
+  double gbs = passes_per_s * bytes_per_pass(r, m) / 1e9;
+  char moe[96] = "";
+  if (!m.experts_per_layer.empty())
+    std::snprintf(moe, sizeof moe, ",\"step_bytes\":%.0f,\"experts_per_layer\":%.2f", bytes_per_pass(r, m),
+                  summarize(m.experts_per_layer).median);
   std::printf("{\"bench\":\"%s\",\"model\":\"%s\",\"format\":\"%s\",\"kv_dtype\":\"%s\","
               "\"kv_bytes_per_token\":%lld,\"context\":%d,\"isa\":\"%s\",\"threads\":%d,\"batch\":%d,"
               "\"tokens_per_run\":%d,\"runs\":%zu,\"tok_s_min\":%.2f,\"tok_s_median\":%.2f,\"tok_s_max\":%.2f,"
-              "\"weight_bytes\":%lld,\"weight_gbs\":%.2f,%s,\"gflops\":%.1f,\"cpu_tok_s_median\":%.2f}\n",
+              "\"weight_bytes\":%lld%s,\"weight_gbs\":%.2f,%s,\"gflops\":%.1f,\"cpu_tok_s_median\":%.2f}\n",
               m.phase, o.model.c_str(), r.format.c_str(), kv_cache_dtype_name(r.kv.dtype),
               static_cast<long long>(r.kv.bytes_per_token), o.context, cpu::isa_name(cpu::active_isa()), o.threads,
               m.batch, m.tokens_per_run, m.seconds.size(), s.min, s.median, s.max,
-              static_cast<long long>(r.weight_bytes), gbs, ceiling_fields(r, m, gbs).c_str(),
+              static_cast<long long>(r.weight_bytes), moe, gbs, ceiling_fields(r, m, gbs).c_str(),
               2.0 * static_cast<double>(r.params) * s.median / 1e9, summarize(cpu_tok_s).median);
   std::fflush(stdout);
 }
@@ -218,7 +260,7 @@ Status bench_prefill(Run& r) {
   const Options& o = r.o;
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt));
   for (int32_t& t : prompt) t = r.token(r.rng);
-  Measured m{"prefill", 1, o.prompt, 0, {}, {}, {}, {}, {}};
+  Measured m{"prefill", 1, o.prompt, 0, {}, {}, {}, {}, {}, {}, {}};
   for (int run = 0; run <= o.runs; ++run) {
     SeqChunk chunk{0, o.prompt, 0, r.tables[0]};
     int32_t last = o.prompt - 1;
@@ -259,7 +301,7 @@ Status bench_decode(Run& r, SpanSweep& floor, int batch) {
   const bool paired = o.bandwidth_gbs <= 0;
   // The step's multiply-adds at the format's dot-product peak.
   const double compute_s = r.peak_gmacs > 0 ? batch * static_cast<double>(r.params) / (r.peak_gmacs * 1e9) : 0;
-  Measured m{"decode", batch, batch * o.steps, compute_s, {}, {}, {}, {}, {}};
+  Measured m{"decode", batch, batch * o.steps, compute_s, {}, {}, {}, {}, {}, {}, {}};
   for (int run = 0; run <= o.runs; ++run) {
     if (o.context == 0) {  // 16-token prompts for every sequence, untimed
       std::vector<int32_t> toks(static_cast<size_t>(batch) * 16);
@@ -276,14 +318,26 @@ Status bench_decode(Run& r, SpanSweep& floor, int batch) {
     // a sweep slower, and the floor should be what the memory can give now.
     const double sweep_s = paired ? std::min({floor.sweep(), floor.sweep(), floor.sweep()}) : 0;
     const double cpu_start = thread_cpu_seconds();
+    const int64_t expert_runs = r.model.moe_expert_runs();
     ZL_ASSIGN_OR_RETURN(const double seconds, decode_steps(r, batch, o.context > 0 ? o.context : 16));
     if (run == 0) continue;  // warm-up
     m.seconds.push_back(seconds);
     m.cpu_seconds.push_back(thread_cpu_seconds() - cpu_start);
+    // The share of the weights a step streamed: all of them, or for MoE the
+    // dense matrices and each layer's experts that had tokens.
+    double share = 1.0;
+    if (r.experts.count > 0) {
+      const double runs = static_cast<double>(r.model.moe_expert_runs() - expert_runs) / o.steps;
+      const double bytes = static_cast<double>(r.weight_bytes - r.experts.bytes) +
+                           runs * static_cast<double>(r.experts.bytes) / static_cast<double>(r.experts.count);
+      share = bytes / static_cast<double>(r.weight_bytes);
+      m.step_bytes.push_back(bytes);
+      m.experts_per_layer.push_back(runs / static_cast<double>(r.model.config().num_layers));
+    }
     if (paired) {
-      m.bw_fractions.push_back(sweep_s / (seconds / o.steps));
+      m.bw_fractions.push_back(share * sweep_s / (seconds / o.steps));
       m.sweep_gbs.push_back(static_cast<double>(r.weight_bytes) / sweep_s / 1e9);
-      if (compute_s > 0) m.roofline_fractions.push_back(std::max(sweep_s, compute_s) / (seconds / o.steps));
+      if (compute_s > 0) m.roofline_fractions.push_back(std::max(share * sweep_s, compute_s) / (seconds / o.steps));
     }
   }
   print_line(r, m);
@@ -317,7 +371,10 @@ Status bench_format(const Options& o, const std::string& format_name) {
   for (int s = 0; s < max_seqs; ++s)
     for (int b = 0; b < blocks_per_seq; ++b) r.tables[static_cast<size_t>(s)].push_back(s * blocks_per_seq + b);
   r.weight_bytes = floor.bytes();
+  r.experts = expert_totals(weights);
   r.params = config_num_params(c) - (c.tie_word_embeddings ? 0 : int64_t{c.vocab_size} * c.dim);
+  if (c.is_moe())  // a token runs experts_per_token of each layer's experts
+    r.params -= r.experts.params / c.num_experts * (c.num_experts - c.experts_per_token);
   r.token = std::uniform_int_distribution<int32_t>(0, std::min(c.vocab_size, 256) - 1);
   r.logits.resize(static_cast<size_t>(max_batch) * c.vocab_size);
   r.peak_gmacs = format_peak_gmacs(pool, weights);

@@ -251,6 +251,8 @@ void LlamaModel::mlp_block(int32_t layer, int64_t num_tokens) {
   add_residual(w.post_ffn_norm, num_tokens);
 }
 
+int64_t LlamaModel::moe_expert_runs() const { return moe_ ? moe_->expert_runs() : 0; }
+
 void LlamaModel::use_cuda(std::unique_ptr<CudaLlamaModel> cuda) { cuda_ = std::move(cuda); }
 
 Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, float* logits, int32_t* greedy_tokens,

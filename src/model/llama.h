@@ -67,6 +67,11 @@ class LlamaModel {
   Status forward(const ForwardBatch& batch, KvCache& cache, float* logits, int32_t* greedy_tokens = nullptr,
                  bool greedy_only = false);
 
+  // Mixture of experts: the expert MLPs run so far over all layers and
+  // calls, each counted once per layer and call in which it had tokens
+  // (what a step streams of them, for benchmarks); 0 for a dense model.
+  int64_t moe_expert_runs() const;
+
   // From now on forward() runs on that CUDA model (whose KV pool lives on
   // the device; `cache` then only names block ids and sizes).
   void use_cuda(std::unique_ptr<CudaLlamaModel> cuda);

@@ -67,6 +67,7 @@ void MoeMlp::forward(ThreadPool& pool, const LayerWeights& w, const float* xb, i
     targets_[2 * e] = {&ew.w_gate, nullptr, &gate_[first * hidden]};
     targets_[2 * e + 1] = {&ew.w_up, nullptr, &up_[first * hidden]};
     groups_[e] = {&x_[first * dim], n, std::span<const cpu::MatmulTarget>(&targets_[2 * e], 2)};
+    expert_runs_ += n > 0;
   }
   cpu::matmul_groups(pool, groups_);
   for_token_ranges(pool, rows, hidden, [&](int64_t r0, int64_t r1) {

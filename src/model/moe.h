@@ -38,6 +38,9 @@ class MoeMlp {
 
   // out = the layer's experts applied to xb. xb, out: [num_tokens, dim].
   void forward(ThreadPool& pool, const LayerWeights& w, const float* xb, int64_t num_tokens, float* out);
+  // Experts run so far, counting each once per forward in which it had
+  // tokens: the expert weights streamed, in units of one expert (benchmarks).
+  int64_t expert_runs() const { return expert_runs_; }
 
  private:
   // Fills ids_ / weights_ and the grouped order (offsets_, row_token_, slot_row_).
@@ -57,6 +60,7 @@ class MoeMlp {
   std::vector<float> down_;           // [T * k, dim]
   std::vector<cpu::MatmulTarget> targets_;  // [2 * num_experts]
   std::vector<cpu::MatmulGroup> groups_;    // [num_experts]
+  int64_t expert_runs_ = 0;
 };
 
 }  // namespace zl
