@@ -8,11 +8,11 @@
 namespace zl {
 namespace {
 
+// Qwen3's own fields (arch/qwen3.cpp), then the experts'.
+const ArchDef& qwen3() { return *find_arch("qwen3"); }
+
 Status read_hf(const HfFields& f, ModelConfig& c) {
-  ZL_RETURN_IF_ERROR(require_hf_silu(f));
-  ZL_ASSIGN_OR_RETURN(bool attention_bias, f.get_bool("attention_bias", false));
-  c.qkv_bias = c.o_bias = attention_bias;
-  c.qk_norm = true;
+  ZL_RETURN_IF_ERROR(qwen3().read_hf(f, c));
   // Hub files say num_experts; transformers 5 writes num_local_experts.
   const char* count_key = f.find("num_experts") != nullptr ? "num_experts" : "num_local_experts";
   ZL_ASSIGN_OR_RETURN(c.num_experts, f.get_i32(count_key));
@@ -27,13 +27,11 @@ Status read_hf(const HfFields& f, ModelConfig& c) {
   if (!dense_layers.empty()) return f.refuse("mlp_only_layers", "dense layers among expert layers are not implemented");
   ZL_ASSIGN_OR_RETURN(float unused_jitter, f.get_float("router_jitter_noise", 0.0f));  // training only
   (void)unused_jitter;
-  return read_hf_qwen_sliding_window(f, c);
+  return ok_status();
 }
 
 Status read_gguf(const GgufFields& f, ModelConfig& c) {
-  c.rope_interleaved = false;
-  c.qk_norm = true;
-  read_gguf_biases(f, c);
+  ZL_RETURN_IF_ERROR(qwen3().read_gguf(f, c));
   return read_gguf_experts(f, c.source_arch, c);
 }
 
