@@ -78,7 +78,9 @@ struct ModelWeights {
 
   float* allocate(int64_t num_elems);
   uint8_t* allocate_bytes(int64_t num_bytes);
-  // Bytes of all weight matrices (what a decode step streams), lm_head once.
+  // Bytes of all weight matrices (what a dense model's decode step streams;
+  // a mixture-of-experts step reads only the experts its tokens chose),
+  // lm_head once.
   int64_t matrix_bytes() const;
 };
 
