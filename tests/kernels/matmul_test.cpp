@@ -351,6 +351,32 @@ TEST(MatmulTest, PackedOnlyTargetsSplitInsideGroups) {
   }
 }
 
+// 16-token tiles of packed Q8_0 and I8 go to the AMX tiles where the CPU has
+// them: every output must be the bits the VNNI kernel gives a token alone
+// (35 tokens: two AMX tiles and a VNNI remainder; rows cut inside groups).
+TEST(MatmulTest, AmxTilesGiveTheVnniBits) {
+  if (!amx_int8_supported()) GTEST_SKIP() << "no AMX-INT8 here (or ZEROLAYER_AMX=0)";
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool(2);
+  const int64_t tokens = 35, rows = 75, cols = 416;
+  std::vector<float> wf(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(tokens * cols));
+  for (float& v : wf) v = u(rng);
+  for (float& v : x) v = u(rng);
+  for (DType dtype : {DType::kQ8_0, DType::kI8}) {
+    Quantized m = make_matrix(dtype, wf, rows, cols);
+    const WeightMatrix packed = m.with_packed();
+    std::vector<float> all(static_cast<size_t>(tokens * rows)), one(static_cast<size_t>(rows));
+    matmul(pool, x.data(), packed, nullptr, all.data(), tokens, Isa::kAvx512);
+    for (int64_t t = 0; t < tokens; ++t) {
+      matmul(pool, &x[static_cast<size_t>(t * cols)], packed, nullptr, one.data(), 1, Isa::kAvx512);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(t * rows + r)])
+            << dtype_name(dtype) << " token " << t << " row " << r;
+    }
+  }
+}
+
 // Groups with their own inputs and widths (the experts of a MoE layer, and
 // two input widths) in one call: each group's rows are the bits matmul()
 // gives for that group alone, on every ISA, with groups of 0 tokens skipped

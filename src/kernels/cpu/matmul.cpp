@@ -1,6 +1,8 @@
 #include "kernels/cpu/matmul.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -56,6 +58,21 @@ bool isa_supported(Isa isa) {
     case Isa::kAvx512: return avx512;
   }
   return false;
+}
+
+bool amx_int8_supported() {
+  static const bool supported = [] {
+    if (!isa_supported(Isa::kAvx512)) return false;
+    const char* env = std::getenv("ZEROLAYER_AMX");
+    if (env != nullptr && std::string_view(env) == "0") return false;
+    // CPUID.(7,0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8; then Linux must
+    // grant the tile data state (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (edx & (3u << 24)) != (3u << 24)) return false;
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return supported;
 }
 
 bool bf16_dot_supported() {

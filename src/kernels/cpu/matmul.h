@@ -96,6 +96,13 @@ void pack_matrix(const WeightMatrix& w, uint8_t* dst);
 // llama.cpp does), instead of widened weights times f32 activations.
 bool bf16_dot_supported();
 
+// Whether the AVX-512 kernels hand tiles of 16 tokens of packed Q8_0 and I8
+// matrices to the AMX tiles (AMX-INT8, Sapphire Rapids on; Linux grants the tile
+// state on the first call). They compute the same integer dots and the same
+// float steps per output as the VNNI kernels: the same bits, batch-invariant.
+// ZEROLAYER_AMX=0 keeps to VNNI.
+bool amx_int8_supported();
+
 enum class Isa { kScalar, kAvx2, kAvx512 };
 const char* isa_name(Isa isa);
 // The best the CPU supports, or ZEROLAYER_ISA when set (and supported).

@@ -237,6 +237,10 @@ struct PackedRows {
     } else {
       for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(e + 64 * k);
     }
+    block_scales(b, s);
+  }
+  // Block b's scales (and mins) alone.
+  ZL_AVX512 void block_scales(int64_t b, BlockScales* s) const {
     if constexpr (dtype_has_super_blocks(D)) {
       load_kscales(b, s);
     } else if constexpr (D != DType::kI8) {
@@ -335,6 +339,31 @@ ZL_AVX512 inline __m512 half_scaled_block(const __m512i* v, const BlockScales& s
   return acc;
 }
 
+// One block's float step for the formats scaled per block of 32: acc +=
+// the block's contribution, from its exact integer dot D_i (as float: exact
+// below 2^24), the activation's scale dx and xds = dx * sum(q). The VNNI and
+// AMX kernels both run it, so an output's bits do not depend on which did.
+template <DType D>
+ZL_AVX512 inline __m512 block_step(const BlockScales& s, __m512 dot, __m512 dx, float xds, __m512 acc) {
+  if constexpr (D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ5_1) {
+    const __m512 scaled = _mm512_fmadd_ps(s.dw, _mm512_mul_ps(dot, dx), acc);
+    return _mm512_fnmadd_ps(s.min, _mm512_set1_ps(xds), scaled);
+  } else {
+    const __m512 f = _mm512_fmsub_ps(dot, dx, _mm512_set1_ps(128.0f * xds));
+    return D == DType::kI8 ? _mm512_add_ps(acc, f) : _mm512_fmadd_ps(s.dw, f, acc);
+  }
+}
+
+// Stores the accumulators of group rg (16 rows) for tokens t0.. t0+T-1 into
+// y, the rows in [row_lo, row_end) only; I8 multiplies its row scales here.
+template <DType D, int T>
+ZL_AVX512 inline void store_group(const __m512* acc, const WeightMatrix& w, int64_t rg, int64_t row_lo,
+                                  int64_t row_end, int64_t t0, float* y, int64_t ldy) {
+  const __mmask16 m = group_store_mask(rg, row_lo, row_end);
+  const __m512 row_scale = D == DType::kI8 ? _mm512_maskz_loadu_ps(m, w.scales + rg) : _mm512_set1_ps(1.0f);
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rg, m, _mm512_mul_ps(acc[t], row_scale));
+}
+
 // G groups of 16 rows (src[g]) from row r0 on x tokens t0.. t0+T-1; rows
 // outside [row_lo, row_end) are computed but not stored.
 template <DType D, int G, int T, class Src>
@@ -369,23 +398,117 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
           d1 = _mm512_dpbusd_epi32(d1, v[g][k + 1], _mm512_set1_epi32(x1));
         }
         const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1));
-        if constexpr (D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ5_1) {
-          const __m512 scaled = _mm512_fmadd_ps(s[g].dw, _mm512_mul_ps(dot, dx), acc[g][t]);
-          acc[g][t] = _mm512_fnmadd_ps(s[g].min, _mm512_set1_ps(xds), scaled);
-        } else {
-          const __m512 f = _mm512_fmsub_ps(dot, dx, _mm512_set1_ps(128.0f * xds));
-          acc[g][t] = D == DType::kI8 ? _mm512_add_ps(acc[g][t], f) : _mm512_fmadd_ps(s[g].dw, f, acc[g][t]);
-        }
+        acc[g][t] = block_step<D>(s[g], dot, dx, xds, acc[g][t]);
       }
     }
   }
-  for (int g = 0; g < G; ++g) {
-    const int64_t rg = r0 + g * kGroup;
-    const __mmask16 m = group_store_mask(rg, row_lo, row_end);
-    const __m512 row_scale = D == DType::kI8 ? _mm512_maskz_loadu_ps(m, w.scales + rg) : _mm512_set1_ps(1.0f);
-    for (int t = 0; t < T; ++t)
-      _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rg, m, _mm512_mul_ps(acc[g][t], row_scale));
+  for (int g = 0; g < G; ++g) store_group<D, T>(acc[g], w, r0 + g * kGroup, row_lo, row_end, t0, y, ldy);
+}
+
+// Formats the AMX tiles run: packed Q8_0 and I8, whose packed codes are the
+// weight tiles as stored. (The others' codes need unpacking per block and
+// token tile; through a buffer that cost more than the tiles saved: Q4_0
+// and Q4_K prefill-512 on dummy:llama-1b went 282 -> 239 and 284 -> 226
+// tokens/s on the Xeon VM.)
+template <DType D>
+constexpr bool kAmxForm = D == DType::kQ8_0 || D == DType::kI8;
+
+struct AmxTileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+#define ZL_AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,fma,f16c")))
+
+// Tiles of the AMX kernel: dots C0..C3 ([16 tokens, 16 rows] int32), two
+// activation tiles A ([16 tokens, 32 codes]) and two weight tiles B ([8
+// quads, 16 rows x 4 codes], the VNNI layout of v[k]), used in turn.
+constexpr int kAmxTokens = 16;
+constexpr int kAmxChunk = 4;  // blocks per round of tile products
+
+ZL_AMX inline void amx_configure() {
+  AmxTileConfig cfg;
+  for (int c = 0; c < kAmxChunk; ++c) {
+    cfg.rows[c] = kAmxTokens;
+    cfg.colsb[c] = 64;
   }
+  for (int a : {4, 5}) {
+    cfg.rows[a] = kAmxTokens;
+    cfg.colsb[a] = 32;
+  }
+  for (int b : {6, 7}) {
+    cfg.rows[b] = 8;
+    cfg.colsb[b] = 64;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+// dots[16][16] = the 16 tokens' codes at x (row stride) times one block's
+// weights (512 bytes) in tile C, through tiles A and B. A macro: GCC's tile
+// intrinsics paste their tile numbers into the asm text as written.
+#define ZL_AMX_BLOCK_DOTS(C, A, B, x, stride, weights, dots) \
+  do {                                                       \
+    _tile_zero(C);                                           \
+    _tile_loadd(A, x, stride);                               \
+    _tile_loadd(B, weights, 64);                             \
+    _tile_dpbsud(C, A, B);                                   \
+    _tile_stored(C, dots, 64);                               \
+  } while (0)
+
+// The dots of blocks [4 chunk, 4 chunk + 4) (those below num_blocks) of
+// the group src, for the 16 tokens whose codes start at x: dots[j] =
+// [16 tokens, 16 rows] of block 4 chunk + j.
+template <DType D>
+ZL_AMX inline void amx_chunk_dots(const PackedRows<D>& src, const int8_t* x, int64_t n, int64_t num_blocks,
+                                  int64_t chunk, int32_t (*dots)[kAmxTokens][kGroup]) {
+  const int64_t b = chunk * kAmxChunk;
+  auto codes = [&](int64_t block) { return src.codes + block * packed_code_bytes(D); };
+  ZL_AMX_BLOCK_DOTS(0, 4, 6, x + b * 32, n, codes(b), dots[0]);
+  if (b + 1 < num_blocks) ZL_AMX_BLOCK_DOTS(1, 5, 7, x + (b + 1) * 32, n, codes(b + 1), dots[1]);
+  if (b + 2 < num_blocks) ZL_AMX_BLOCK_DOTS(2, 4, 6, x + (b + 2) * 32, n, codes(b + 2), dots[2]);
+  if (b + 3 < num_blocks) ZL_AMX_BLOCK_DOTS(3, 5, 7, x + (b + 3) * 32, n, codes(b + 3), dots[3]);
+}
+
+// Rows [row_begin, row_end) of a packed Q8_0 or I8 matrix x tokens t0..
+// t0+15 on the AMX tiles (Sapphire Rapids on): per group of 16 rows, each
+// block's packed codes (micro()'s v[k], as stored: the B tile's layout)
+// times the 16 tokens' int8 codes in one tdpbsud give
+// every token's integer dots D_i, the integers vpdpbusd gives; then
+// block_step per token and block in order, as micro(). Same bits. The tile
+// products of the next 4 blocks are issued before the float steps of the
+// last 4, so that the two units overlap.
+template <DType D>
+ZL_AMX void amx_tokens16(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, int64_t t0,
+                         float* y, int64_t ldy) {
+  amx_configure();
+  const int64_t n = in.cols, num_blocks = n / 32, num_chunks = (num_blocks + kAmxChunk - 1) / kAmxChunk;
+  alignas(64) int32_t dots[2][kAmxChunk][kAmxTokens][kGroup];
+  const int8_t* x = in.xq + t0 * n;
+  for (int64_t rg = row_begin / kGroup * kGroup; rg < row_end; rg += kGroup) {
+    PackedRows<D> src;
+    src.at_group(w, rg / kGroup);
+    __m512 acc[kAmxTokens];
+    for (__m512& a : acc) a = _mm512_setzero_ps();
+    amx_chunk_dots(src, x, n, num_blocks, 0, dots[0]);
+    for (int64_t chunk = 0; chunk < num_chunks; ++chunk) {
+      const int buf = static_cast<int>(chunk % 2);
+      if (chunk + 1 < num_chunks) amx_chunk_dots(src, x, n, num_blocks, chunk + 1, dots[1 - buf]);
+      for (int j = 0; j < kAmxChunk && chunk * kAmxChunk + j < num_blocks; ++j) {
+        const int64_t b = chunk * kAmxChunk + j;
+        BlockScales s;
+        src.block_scales(b, &s);
+        for (int t = 0; t < kAmxTokens; ++t) {
+          const int64_t at = (t0 + t) * num_blocks + b;
+          const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(dots[buf][j][t]));
+          acc[t] = block_step<D>(s, dot, _mm512_set1_ps(in.xd[at]), in.xds[at], acc[t]);
+        }
+      }
+    }
+    store_group<D, kAmxTokens>(acc, w, rg, row_begin, row_end, t0, y, ldy);
+  }
+  _tile_release();
 }
 
 // Rows [row_begin, row_end) x tokens t0.. t0+T-1; panel: nullptr, or the
@@ -426,10 +549,21 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
   for (; r < row_end; r += kGroup) run.template operator()<1>(r);
 }
 
+// Whether tokens go 16 at a time to the AMX tiles: a packed matrix of their
+// forms, on a CPU that has them, for at least one tile of tokens.
+template <DType D>
+bool use_amx(const WeightMatrix& w, const MatmulInput& in) {
+  if constexpr (kAmxForm<D>) return w.packed != nullptr && in.num_tokens >= kAmxTokens && amx_int8_supported();
+  return false;
+}
+
 template <DType D>
 ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy, const uint8_t* panel) {
   int64_t t = 0;
+  if constexpr (kAmxForm<D>)
+    if (panel == nullptr && use_amx<D>(w, in))
+      for (; t + kAmxTokens <= in.num_tokens; t += kAmxTokens) amx_tokens16<D>(w, in, row_begin, row_end, t, y, ldy);
   for (; t + 4 <= in.num_tokens; t += 4) rows_for_tokens<D, 4>(w, in, row_begin, row_end, t, y, ldy, panel);
   switch (in.num_tokens - t) {
     case 3: return rows_for_tokens<D, 3>(w, in, row_begin, row_end, t, y, ldy, panel);
@@ -494,7 +628,7 @@ ZL_AVX512 void panel_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
 template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
-  if (w.packed != nullptr || in.num_tokens < kPanelMinTokens)
+  if (w.packed != nullptr || in.num_tokens < kPanelMinTokens || use_amx<D>(w, in))
     return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   panel_tiles<D>(w, in, row_begin, row_end, y, ldy);
 }
@@ -504,7 +638,8 @@ template <DType D>
 ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy) {
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
-  if (in.num_tokens < kPanelMinTokens) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+  if (in.num_tokens < kPanelMinTokens || use_amx<D>(w, in))
+    return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   panel_tiles<D>(w, in, row_begin, row_end, y, ldy);
 }
 
