@@ -89,14 +89,20 @@ void add_mlp_tensors(const ModelConfig& c, std::vector<LayerTensor>& t) {
   t.push_back(LayerTensor::matrix("mlp.down_proj.weight", "ffn_down.weight", dim, hidden, &L::w_down));
 }
 
-}  // namespace
-
-std::vector<LayerTensor> llama_layer_tensors(const ModelConfig& c) {
+// The Llama block up to its MLP: attn_norm, the attention, ffn_norm.
+std::vector<LayerTensor> llama_tensors_before_mlp(const ModelConfig& c) {
   using L = LayerWeights;
   std::vector<LayerTensor> t;
   t.push_back(LayerTensor::norm("input_layernorm.weight", "attn_norm.weight", c.dim, &L::attn_norm));
   add_attention_tensors(c, t);
   t.push_back(LayerTensor::norm("post_attention_layernorm.weight", "ffn_norm.weight", c.dim, &L::ffn_norm));
+  return t;
+}
+
+}  // namespace
+
+std::vector<LayerTensor> llama_layer_tensors(const ModelConfig& c) {
+  std::vector<LayerTensor> t = llama_tensors_before_mlp(c);
   add_mlp_tensors(c, t);
   return t;
 }
@@ -105,10 +111,7 @@ std::vector<LayerTensor> moe_layer_tensors(const ModelConfig& c, const HfMoeName
   using L = LayerWeights;
   using E = ExpertWeights;
   const int64_t dim = c.dim, hidden = c.expert_hidden_dim;
-  std::vector<LayerTensor> t;
-  t.push_back(LayerTensor::norm("input_layernorm.weight", "attn_norm.weight", c.dim, &L::attn_norm));
-  add_attention_tensors(c, t);
-  t.push_back(LayerTensor::norm("post_attention_layernorm.weight", "ffn_norm.weight", c.dim, &L::ffn_norm));
+  std::vector<LayerTensor> t = llama_tensors_before_mlp(c);
   t.push_back(LayerTensor::matrix(names.router, "ffn_gate_inp.weight", c.num_experts, dim, &L::router));
   struct Proj {
     const char* hf;

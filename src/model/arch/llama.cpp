@@ -5,9 +5,6 @@
 #include "model/arch.h"
 
 namespace zl {
-
-Status read_gguf_mixtral(const GgufFields& f, ModelConfig& c);
-
 namespace {
 
 Status read_hf(const HfFields& f, ModelConfig& c) {
@@ -23,7 +20,7 @@ Status read_gguf(const GgufFields& f, ModelConfig& c) {
   ZL_ASSIGN_OR_RETURN(int32_t experts, f.get_i32(c.source_arch + ".expert_count", 0));
   if (experts > 0) {
     c.arch = "mixtral";
-    return read_gguf_mixtral(f, c);
+    return find_arch("mixtral")->read_gguf(f, c);
   }
   c.rope_interleaved = true;  // llama.cpp's converter permutes q/k into pair order
   read_gguf_biases(f, c);

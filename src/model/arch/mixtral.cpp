@@ -32,9 +32,7 @@ std::vector<LayerTensor> layer_tensors(const ModelConfig& c) {
 
 }  // namespace
 
-// Read from GGUF through arch/llama.cpp (no gguf_name of its own).
-Status read_gguf_mixtral(const GgufFields& f, ModelConfig& c) { return read_gguf(f, c); }
-
+// No gguf_name: GGUF "llama" files with experts reach read_gguf through arch/llama.cpp.
 extern const ArchDef kMixtralArch = {"mixtral", "MixtralForCausalLM", nullptr, read_hf, read_gguf, layer_tensors};
 
 }  // namespace zl
