@@ -39,7 +39,7 @@ zl_layer(tokenizer PUBLIC zl_core
          PRIVATE nlohmann_json::nlohmann_json PkgConfig::PCRE2 PkgConfig::SENTENCEPIECE PkgConfig::UTF8PROC)
 zl_layer(jinja PUBLIC zl_core nlohmann_json::nlohmann_json)
 zl_layer(bundle PUBLIC zl_model zl_tokenizer zl_jinja zl_core)
-zl_layer(engine PUBLIC zl_model zl_tokenizer zl_core PRIVATE zl_bundle zl_kernels PkgConfig::XXHASH)
+zl_layer(engine PUBLIC zl_model zl_tokenizer zl_core PRIVATE zl_bundle zl_kernels zl_xgrammar PkgConfig::XXHASH)
 # The server and the transport use the engine only through
 # include/zerolayer/engine.h: they link it without its headers (LINK_ONLY).
 zl_layer(server PUBLIC zl_bundle zl_jinja zl_tokenizer zl_core

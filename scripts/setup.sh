@@ -22,6 +22,9 @@ if [ -s requirements-test.txt ]; then
   .venv/bin/pip install -q -r requirements-test.txt
 fi
 
+# xgrammar (structured output) builds from its PyPI source distribution.
+scripts/fetch_xgrammar.sh
+
 BUILD_TYPE="${BUILD_TYPE:-Release}"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >/dev/null
 cmake --build build -j "$(nproc)"

@@ -118,6 +118,12 @@ class Engine {
   // context, a request that can never fit the pool, a full queue) come back
   // here and no event is sent. Never blocks on the engine.
   [[nodiscard]] StatusOr<RequestId> submit(Request request);
+  // Compiles `output`'s grammar for this model's vocabulary on the calling
+  // thread (from microseconds for a cached one to milliseconds for a new
+  // JSON schema) and keeps it in output.compiled, so that submit() of the
+  // request carrying it does not. An invalid spec is kInvalidArgument, its
+  // message led by output.field. Thread-safe.
+  [[nodiscard]] Status compile_grammar(StructuredOutput& output) const;
   // Ends the request with reason kAborted if it has not finished; no-op otherwise.
   void abort(RequestId id);
   // Blocks until the engine thread has produced a fresh snapshot.

@@ -69,6 +69,30 @@ struct RequestOrigin {
   uint64_t sent_ns = 0;               // CLOCK_MONOTONIC when the client sent it; 0: unknown
 };
 
+class CompiledGrammar;  // engine/grammar.h
+
+// Constrains a request's output to a language: the engine masks every token
+// that cannot continue it (xgrammar, engine/grammar.h), and the request ends
+// with kStop once the output is complete and the grammar takes a stop id.
+struct StructuredOutput {
+  enum class Kind {
+    kNone,
+    kJsonObject,   // any JSON object
+    kJsonSchema,   // spec: a JSON schema (its text)
+    kRegex,        // spec: a regular expression the whole output matches
+    kChoice,       // choices: the output is exactly one of them
+    kGrammar,      // spec: an EBNF grammar (GBNF as llama.cpp's), root rule "root"
+  };
+  Kind kind = Kind::kNone;
+  std::string spec;
+  std::vector<std::string> choices;
+  // The request field that asked for it ("response_format", "guided_json",
+  // ...): its errors start with this name.
+  std::string field = "structured_output";
+  // Set by Engine::compile_grammar(); when null, submit() compiles it.
+  std::shared_ptr<const CompiledGrammar> compiled;
+};
+
 struct Request {
   std::vector<int32_t> prompt_ids;    // either ids...
   std::string prompt_text;            // ...or text (tokenized at submit, with bos as the model wants)
@@ -82,6 +106,7 @@ struct Request {
   int32_t priority = static_cast<int32_t>(field::kPriority.default_value);
   // Stop when p(sampled token) < this; 0: off.
   float min_token_prob = static_cast<float>(field::kMinTokenProb.default_value);
+  StructuredOutput structured_output;
   std::shared_ptr<EventSink> sink;    // required
   RequestOrigin origin;
 };

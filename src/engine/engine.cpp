@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/engine_core.h"
+#include "engine/grammar.h"
 #include "engine/inbox.h"
 #include "engine/stats_publisher.h"
 #include "model/llama_cuda.h"
@@ -159,6 +160,7 @@ class Engine::Impl {
   EngineConfig config;
   ModelSource source;
   std::unique_ptr<ContinuationPieces> pieces;  // the tokenizer's, for streaming text
+  std::unique_ptr<GrammarCompiler> grammars;   // structured output
   ModelWeights weights;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<LlamaModel> model;
@@ -221,6 +223,7 @@ Status Engine::Impl::load() {
       },
       EngineCore::output_capacity(config));
   output->start_thread();
+  grammars = std::make_unique<GrammarCompiler>(*source.tokenizer, mc.vocab_size, eos);
   core = std::make_unique<EngineCore>(config, *model, *cache, std::move(eos), output.get());
   fingerprint = model_fingerprint(source);
   info.name = config.model;
@@ -287,12 +290,22 @@ StatusOr<RequestId> Engine::Impl::submit(Request request) {
   if (pending_submits.load(std::memory_order_relaxed) + num_waiting.load(std::memory_order_relaxed) >= config.max_num_waiting)
     return resource_exhausted("the waiting queue is full (", config.max_num_waiting, " requests); retry later");
 
+  std::unique_ptr<GrammarMatcher> grammar;
+  if (request.structured_output.kind != StructuredOutput::Kind::kNone) {
+    StructuredOutput& output = request.structured_output;
+    if (!output.compiled) {
+      ZL_ASSIGN_OR_RETURN(output.compiled, grammars->compile(output));
+    }
+    grammar = std::make_unique<GrammarMatcher>(output.compiled, request.stop_token_ids);
+  }
+
   RequestId id = next_id.fetch_add(1, std::memory_order_relaxed);
   BlockSignature salt = make_cache_salt(fingerprint, request.cache_salt);
   auto message = new InboxMessage();
   message->kind = InboxMessage::Kind::kSubmit;
   message->sequence = std::make_unique<Sequence>(id, std::move(request), std::move(prompt), max_total, mc.vocab_size,
                                                  *source.tokenizer, salt, pieces.get());
+  if (grammar) message->sequence->sampler.set_grammar(std::move(grammar));
   message->sequence->submitted_at = Clock::now();
   pending_submits.fetch_add(1, std::memory_order_relaxed);
   inbox.push(message);
@@ -365,6 +378,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
 }
 
 StatusOr<RequestId> Engine::submit(Request request) { return impl_->submit(std::move(request)); }
+
+Status Engine::compile_grammar(StructuredOutput& output) const {
+  ZL_ASSIGN_OR_RETURN(output.compiled, impl_->grammars->compile(output));
+  return ok_status();
+}
 
 void Engine::abort(RequestId id) {
   auto message = new InboxMessage();

@@ -140,7 +140,7 @@ void run_forward_job(LlamaModel& model, KvCache& cache, ForwardJob& job) {
         const size_t row = static_cast<size_t>(s.row);
         const SampleResult r = s.sampler->sample(job.logits + row * vocab);
         job.next_tokens[row] = r.token;
-        job.samples[row] = RowSample{r.logprob, static_cast<int32_t>(r.top.size())};
+        job.samples[row] = RowSample{r.logprob, static_cast<int32_t>(r.top.size()), r.grammar};
         std::copy(r.top.begin(), r.top.end(), job.top + row * kMaxTopLogprobs);
       }
     };

@@ -48,6 +48,7 @@ struct SampledRow {
 struct RowSample {
   float logprob = 0.0f;                 // the token's, under the raw distribution, if asked for
   int32_t num_top = 0;                  // its top logprobs: ForwardJob::top[row * kMaxTopLogprobs, + num_top)
+  GrammarStep grammar = GrammarStep::kNone;  // what the token did to its structured output
 };
 
 struct ForwardJob {

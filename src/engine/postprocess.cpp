@@ -172,10 +172,12 @@ void Postprocess::take_token(size_t row, Clock::time_point now, bool record_inte
   const int32_t token = plan.next_tokens[row];
   float logprob = 0.0f;
   std::span<const TokenLogprob> top;
+  GrammarStep grammar = GrammarStep::kNone;
   if (!seq->plain_greedy) {
     const RowSample& sample = plan.samples[row];
     logprob = sample.logprob;
     top = {&plan.top[row * kMaxTopLogprobs], static_cast<size_t>(sample.num_top)};
+    grammar = sample.grammar;
   }
   if (seq->num_generated() == 0 && seq->first_token_at == Clock::time_point()) seq->first_token_at = now;
   bool is_eos = !seq->ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();
@@ -183,6 +185,10 @@ void Postprocess::take_token(size_t row, Clock::time_point now, bool record_inte
     const std::vector<int32_t>& ids = seq->request.stop_token_ids;
     is_eos |= std::find(ids.begin(), ids.end(), token) != ids.end();
   }
+  // A grammar ends on a stop id it allows, ignore_eos or not.
+  if (grammar == GrammarStep::kRejected)
+    return state_.finish(seq, FinishReason::kError, "the structured output's grammar rejected the sampled token", now);
+  is_eos |= grammar == GrammarStep::kEnded;
   if (is_eos || (seq->min_token_prob > 0.0f && std::exp(logprob) < seq->min_token_prob))
     return state_.finish(seq, FinishReason::kStop, is_eos ? "eos" : "min_token_prob", now);
   seq->tokens.push_back(token);

@@ -192,13 +192,15 @@ SampleResult Sampler::sample(float* logits) {
     }
     result.top = top_;
   }
-  // Penalties change logits in place; keep the raw row for the logprob.
+  // Penalties change logits in place; keep the raw row for the logprob. The
+  // mask only sets forbidden tokens' logits, which the logprob never reads.
   const float* raw = logits;
   if (penalties_on(params_)) {
     std::copy(logits, logits + vocab_size_, raw_logits_.begin());
     raw = raw_logits_.data();
     apply_penalties(logits);
   }
+  if (grammar_) grammar_->mask(logits);
   if (params_.temperature == 0.0f) {
     result.token = cpu::argmax_f32(logits, vocab_size_);
   } else {
@@ -209,6 +211,7 @@ SampleResult Sampler::sample(float* logits) {
     output_counts_[static_cast<size_t>(result.token)] += 1;
     seen_[static_cast<size_t>(result.token)] = 1;
   }
+  if (grammar_) result.grammar = grammar_->accept(result.token);
   return result;
 }
 

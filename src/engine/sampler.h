@@ -2,7 +2,8 @@
 // top-k, top-p and min-p, then a draw from a seeded generator, plus the
 // logprobs of the chosen token and the top-n alternatives.
 //
-// Order (as vLLM): penalties on the raw logits; greedy (temperature 0) takes
+// Order (as vLLM): a grammar's mask (structured output, engine/grammar.h)
+// and penalties on the raw logits; greedy (temperature 0) takes
 // the argmax (lowest id on ties); otherwise divide by temperature, keep the
 // top-k, keep the smallest set whose probability reaches top-p, drop tokens
 // below min-p × the top probability, renormalise and draw. Logprobs are those
@@ -11,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "engine/grammar.h"
 #include "zerolayer/sampling.h"
 
 namespace zl {
@@ -23,6 +26,7 @@ struct SampleResult {
   float logprob = 0.0f;              // log p(token) under the raw distribution, if asked for
   // num_top_logprobs best, descending: the sampler's memory, valid until its next sample().
   std::span<const TokenLogprob> top;
+  GrammarStep grammar = GrammarStep::kNone;  // what the token did to the request's grammar
 };
 
 class Sampler {
@@ -33,6 +37,10 @@ class Sampler {
   // logits and sample() keeps no state, so callers may skip the sampler.
   static bool is_plain_greedy(const SamplingParams& params);
 
+  // Constrains every later sample() to the grammar (a request's structured
+  // output); such a sampler is never plain greedy.
+  void set_grammar(std::unique_ptr<GrammarMatcher> grammar) { grammar_ = std::move(grammar); }
+  bool has_grammar() const { return grammar_ != nullptr; }
   // The prompt's tokens count for the repetition penalty.
   void set_prompt(std::span<const int32_t> prompt);
   // logits: [vocab_size], modified in place. Records the chosen token for penalties.
@@ -53,6 +61,7 @@ class Sampler {
   std::vector<float> probs_;            // scratch for temperature > 0, by token id
   std::vector<float> raw_logits_;       // penalties: logits before them
   std::vector<TokenLogprob> top_;       // [num_top_logprobs] what sample() returns as top
+  std::unique_ptr<GrammarMatcher> grammar_;
   uint64_t rng_[4];                     // xoshiro256**
 };
 

@@ -31,7 +31,8 @@ struct alignas(64) Sequence {
   Sequence(RequestId id_in, Request request_in, std::vector<int32_t> prompt, int32_t max_total,
            int32_t vocab_size, const Tokenizer& tokenizer, const BlockSignature& salt_in,
            const ContinuationPieces* pieces = nullptr)
-      : plain_greedy(Sampler::is_plain_greedy(with_logprob_if_needed(request_in))),
+      : plain_greedy(Sampler::is_plain_greedy(with_logprob_if_needed(request_in)) &&
+                     request_in.structured_output.kind == StructuredOutput::Kind::kNone),
         ignore_eos(request_in.ignore_eos),
         has_stop_token_ids(!request_in.stop_token_ids.empty()),
         min_token_prob(request_in.min_token_prob),

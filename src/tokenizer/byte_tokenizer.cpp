@@ -83,6 +83,7 @@ class ByteTokenizer final : public Tokenizer {
   }
 
   bool is_special(int32_t id) const override { return id == kBosId || id == kEosId; }
+  TokenSpelling token_spelling() const override { return TokenSpelling::kByteFallback; }
   const SpecialTokenIds& special_ids() const override { return special_; }
   std::string describe() const override {
     return str_cat("built-in byte tokenizer (vocab ", vocab_size_, ")");

@@ -129,6 +129,7 @@ class GgufSpmTokenizer final : public Tokenizer {
     if (id < 0 || id >= vocab_size()) return false;
     return types_[id] == TokenType::kControl || types_[id] == TokenType::kUnknown;
   }
+  TokenSpelling token_spelling() const override { return TokenSpelling::kByteFallback; }
   const SpecialTokenIds& special_ids() const override { return special_; }
   std::string describe() const override {
     return str_cat("GGUF llama (SentencePiece) vocabulary, ", tokens_.size(), " tokens");

@@ -166,6 +166,19 @@ class HfTokenizer final : public Tokenizer {
     const auto it = added_by_id_.find(id);
     return it != added_by_id_.end() && spec_.added_tokens[it->second].special;
   }
+  // From the decoder chain: ByteLevel maps characters back to bytes;
+  // ByteFallback / Metaspace (or a Replace of ▁) read SentencePiece pieces.
+  TokenSpelling token_spelling() const override {
+    TokenSpelling spelling = TokenSpelling::kRaw;
+    for (const DecoderStep& step : spec_.decoders) {
+      if (step.kind == DecoderStep::Kind::kByteLevel) return TokenSpelling::kByteLevel;
+      if (step.kind == DecoderStep::Kind::kByteFallback || step.kind == DecoderStep::Kind::kMetaspace ||
+          (step.kind == DecoderStep::Kind::kReplace && step.from == "\u2581")) {
+        spelling = TokenSpelling::kByteFallback;
+      }
+    }
+    return spelling;
+  }
   const SpecialTokenIds& special_ids() const override { return spec_.special; }
   std::string describe() const override { return spec_.description; }
 

@@ -168,6 +168,7 @@ class SpmTokenizer final : public Tokenizer {
     if (id < 0 || id >= vocab_size()) return false;
     return sp_->IsControl(id) || sp_->IsUnknown(id) || id == special_.bos || id == special_.eos;
   }
+  TokenSpelling token_spelling() const override { return TokenSpelling::kByteFallback; }
   const SpecialTokenIds& special_ids() const override { return special_; }
   std::string describe() const override {
     return str_cat("tokenizer.model SentencePiece (", vocab_size(), " pieces", legacy_ ? "" : ", legacy=false",

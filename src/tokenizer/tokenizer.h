@@ -34,6 +34,14 @@ struct SpecialTokenIds {
 // servers refuse it by its size, before spending time on tokenizing it.
 inline constexpr int64_t kMaxPromptBytesPerToken = 32;
 
+// How token_text spells a token's bytes. Grammar masks need every token's
+// exact bytes, which decode() cannot give (it replaces partial UTF-8 with
+// U+FFFD, and SentencePiece strips a leading space):
+//   kRaw           the bytes themselves;
+//   kByteLevel     GPT-2's byte-to-character map (Ġ for a space);
+//   kByteFallback  SentencePiece's ▁ for a space and <0xAB> for a byte.
+enum class TokenSpelling { kRaw, kByteLevel, kByteFallback };
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -54,6 +62,7 @@ class Tokenizer {
   virtual std::string token_text(int32_t id) const = 0;
   // True for control/special tokens (bos, eos, <|im_end|>, ...).
   virtual bool is_special(int32_t id) const = 0;
+  virtual TokenSpelling token_spelling() const = 0;
   virtual const SpecialTokenIds& special_ids() const = 0;
   // A short name for `check` and logs, e.g. "tokenizer.json byte-level BPE".
   virtual std::string describe() const = 0;

@@ -52,6 +52,7 @@ class FakeSpmTokenizer final : public Tokenizer {
   int32_t vocab_size() const override { return static_cast<int32_t>(pieces_.size()); }
   std::string token_text(int32_t id) const override { return pieces_.at(id); }
   bool is_special(int32_t id) const override { return id >= 0 && id <= 2; }
+  TokenSpelling token_spelling() const override { return TokenSpelling::kByteFallback; }
   const SpecialTokenIds& special_ids() const override { return special_; }
   std::string describe() const override { return "fake spm"; }
 
