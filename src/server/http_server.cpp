@@ -521,6 +521,13 @@ void HttpServer::Impl::prepare_completion(const std::shared_ptr<Session>& sessio
   std::optional<ApiError> error = is_chat ? parse_chat_request(body, e.tokenizer(), limits, chat, request)
                                           : parse_completion_request(body, e.tokenizer(), limits, request);
   if (error) return respond_json(session, error->http_status, error_body(*error));
+  if (request.structured_output.kind != StructuredOutput::Kind::kNone) {
+    // Compiling a new JSON schema can take milliseconds: here, not on the I/O thread.
+    if (Status s = e.compile_grammar(request.structured_output); !s.ok()) {
+      const ApiError compile_error = submit_error(s);
+      return respond_json(session, compile_error.http_status, error_body(compile_error));
+    }
+  }
   if (!request.model.empty() && request.model != served_name && request.model != e.model_info().name) {
     ApiError unknown{404, "the model '" + request.model + "' does not exist; this server serves '" + served_name + "'",
                      "invalid_request_error", "model", "model_not_found"};

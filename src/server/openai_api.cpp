@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bundle/chat_prompt.h"
+#include "server/structured_fields.h"
 
 namespace zl::server {
 namespace {
@@ -285,6 +286,7 @@ OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionR
   if (OptError e = read_field(j, field::kPriority, out.priority)) return e;
   if (OptError e = read_field(j, field::kMinTokenProb, out.min_token_prob)) return e;
   if (OptError e = read_bool(j, "return_token_ids", out.return_token_ids)) return e;
+  if (OptError e = read_structured_output(j, out.structured_output)) return e;
   return std::nullopt;
 }
 
@@ -547,6 +549,7 @@ Request make_engine_request(const CompletionRequest& r, size_t prompt_index, int
   request.cache_salt = r.cache_salt;
   request.priority = r.priority;
   request.min_token_prob = r.min_token_prob;
+  request.structured_output = r.structured_output;  // the compiled grammar is shared
   return request;
 }
 

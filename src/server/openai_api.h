@@ -62,6 +62,9 @@ struct CompletionRequest {
   bool return_token_ids = false;           // vLLM extension: choices carry "token_ids"
   bool chat = false;                       // /v1/chat/completions: message/delta choices
   std::vector<int32_t> stop_token_ids;     // chat: the template's end-of-turn ids
+  // response_format and the other fields of server/structured_fields.h;
+  // compiled on the worker (Engine::compile_grammar) before the job starts.
+  StructuredOutput structured_output;
 };
 
 // The served model's chat template, for /v1/chat/completions and /apply-template.

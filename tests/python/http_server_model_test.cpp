@@ -1,7 +1,9 @@
 // Runs the HTTP server's end-to-end suites under ctest: test_http_server.py
 // (the real `zerolayer serve` driven by the official `openai` package and by
-// raw sockets) and test_metrics.py (`/metrics` read by prometheus-client's
-// parser). It needs .venv with openai, prometheus-client and pytest, which
+// raw sockets), test_metrics.py (`/metrics` read by prometheus-client's
+// parser), test_faults.py and test_structured_output.py (outputs validated by
+// jsonschema). It needs .venv with openai, prometheus-client, pytest and
+// jsonschema, which
 // scripts/setup.sh creates from requirements-test.txt; without them the test
 // reports skipped rather than passing silently.
 #include <gtest/gtest.h>
@@ -39,12 +41,12 @@ TEST(HttpServerPython, PytestSuitePasses) {
   const std::string root = repo_root();
   const std::string python = root + "/.venv/bin/python";
   if (!fs::exists(python)) GTEST_SKIP() << python << " is missing (scripts/setup.sh creates it)";
-  if (std::system((quote(python) + " -c 'import openai, prometheus_client, pytest' 2>/dev/null").c_str()) != 0)
-    GTEST_SKIP() << "openai, prometheus-client or pytest is not installed in .venv (pip install -r requirements-test.txt)";
+  if (std::system((quote(python) + " -c 'import openai, prometheus_client, pytest, jsonschema' 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "openai, prometheus-client, pytest or jsonschema is not installed in .venv (pip install -r requirements-test.txt)";
   std::string shared = shared_path("");
   std::string command = "cd " + quote(root) + " && ZEROLAYER_BIN=" + quote(cli_path()) +
                         (shared.empty() ? "" : " ZL_SHARED_DIR=" + quote(shared)) + " " + quote(python) +
-                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py -q -p no:cacheprovider 2>&1";
+                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py tests/python/test_structured_output.py -q -p no:cacheprovider 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;
