@@ -14,7 +14,9 @@
 // --overlap off turns overlap scheduling off (EngineConfig::overlap_scheduling),
 // to compare both in one run. --sampled F makes that share of the requests
 // sample (temperature 0.8, top-p 0.95, repetition / presence / frequency
-// penalties, a seed each); the rest are greedy.
+// penalties, a seed each); the rest are greedy. --constrained F puts that
+// share under a JSON schema (structured output): their masks are computed
+// with the pass's sampling.
 // The gap's tail on a shared machine is mostly other processes taking the
 // engine thread's core: each line also gives the involuntary context switches
 // of all the engine's threads per second of the run and the 1-minute load
@@ -23,6 +25,7 @@
 //   build/bench/engine_bench --mode gap --arrival closed --seqs 1,16,64,256
 //   build/bench/engine_bench --mode gap --sampled 0.5 --seqs 256 --cache-policy paged
 //   build/bench/engine_bench --mode throughput --model dummy:llama-110m --seqs 1,8,32,64
+//   build/bench/engine_bench --mode throughput --seqs 64 --constrained 0.5
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
 
@@ -73,7 +76,17 @@ struct Workload {
   int max_new = 200;
   int rounds = 4;
   double sampled = 0.0;  // share of requests that sample, spread evenly
+  double constrained = 0.0;  // share under kArraySchema, spread evenly
 };
+
+// A JSON schema whose output outlasts any --max-new-tokens here (at least 300
+// numbers), so constrained requests run as long as the others.
+constexpr const char* kArraySchema =
+    R"({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 999}, "minItems": 300})";
+
+// Whether request `index` is in the evenly spread `share` of all requests:
+// when floor((i + 1) * share) moves past floor(i * share).
+bool in_share(int index, double share) { return std::floor((index + 1) * share) > std::floor(index * share); }
 
 struct RunResult {
   EngineStats stats;
@@ -97,13 +110,13 @@ double load_average_1m() {
   return load;
 }
 
-Request make_request(int index, int max_new, double sampled, const std::shared_ptr<EventSink>& sink) {
+Request make_request(int index, int max_new, const Workload& load, const StructuredOutput& schema,
+                     const std::shared_ptr<EventSink>& sink) {
   Request r;
   r.prompt_ids = {1, static_cast<int32_t>(3 + index % 200), 4, 5};
   r.max_new_tokens = max_new;
   r.sampling.temperature = 0.0f;
-  // Request i samples when floor((i + 1) * sampled) moves past floor(i * sampled).
-  if (std::floor((index + 1) * sampled) > std::floor(index * sampled)) {
+  if (in_share(index, load.sampled)) {
     r.sampling.temperature = 0.8f;
     r.sampling.top_p = 0.95f;
     r.sampling.repetition_penalty = 1.1f;
@@ -112,6 +125,7 @@ Request make_request(int index, int max_new, double sampled, const std::shared_p
     r.sampling.has_seed = true;
     r.sampling.seed = static_cast<uint64_t>(index);
   }
+  if (in_share(index, load.constrained)) r.structured_output = schema;
   r.ignore_eos = true;
   r.sink = sink;
   return r;
@@ -137,10 +151,16 @@ StatusOr<RunResult> run_once(const std::string& model, const Workload& load, int
   std::uniform_int_distribution<int> length(std::max(1, load.max_new / 2), load.max_new * 3 / 2);
   std::atomic<uint32_t> finished{0};
   auto sink = std::make_shared<CountingSink>(&finished, total, load.closed);
+  StructuredOutput schema;  // compiled once, as serve compiles a request's once for its n choices
+  if (load.constrained > 0) {
+    schema.kind = StructuredOutput::Kind::kJsonSchema;
+    schema.spec = kArraySchema;
+    ZL_RETURN_IF_ERROR(engine->compile_grammar(schema));
+  }
   uint32_t submitted = 0;
   auto submit_next = [&]() -> Status {
     const int max_new = load.closed ? length(rng) : load.max_new;
-    ZL_RETURN_IF_ERROR(engine->submit(make_request(static_cast<int>(submitted), max_new, load.sampled, sink)).status());
+    ZL_RETURN_IF_ERROR(engine->submit(make_request(static_cast<int>(submitted), max_new, load, schema, sink)).status());
     ++submitted;
     return Status();
   };
@@ -172,7 +192,7 @@ int main(int argc, char** argv) {
   std::vector<int> seqs;
   std::string arrival = "burst";
   int runs = 3, max_new = 200, threads = 0, rounds = 4;
-  double sampled = 0.0;
+  double sampled = 0.0, constrained = 0.0;
   app.add_option("--mode", mode, "gap or throughput")->check(CLI::IsMember({"gap", "throughput"}));
   app.add_option("--model", model, "Model (default: dummy:tiny for gap, dummy:llama-110m for throughput)");
   app.add_option("--seqs", seqs, "Concurrent sequences, e.g. 1,16,64,256")->delimiter(',');
@@ -186,6 +206,10 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "closed: requests in all, in multiples of --seqs")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "Compute threads (0: one per core)");
   app.add_option("--sampled", sampled, "Share of requests that sample (temperature 0.8, top-p 0.95, penalties)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--constrained", constrained,
+                 "Share of requests under a JSON schema (structured output; an array of 300+ integers)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--cache-policy", policy_name, "contiguous, paged or hybrid")->capture_default_str();
@@ -207,7 +231,7 @@ int main(int argc, char** argv) {
   for (int n : seqs) {
     std::vector<double> p50, p99, max, tps, batch, switches;
     for (int r = 0; r < runs; ++r) {
-      const zl::Workload load{arrival == "closed", n, max_new, rounds, sampled};
+      const zl::Workload load{arrival == "closed", n, max_new, rounds, sampled, constrained};
       auto result = zl::run_once(model, load, threads, *policy, overlap == "on", stats_region);
       if (!result.ok()) {
         std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
@@ -221,12 +245,12 @@ int main(int argc, char** argv) {
       switches.push_back(static_cast<double>(result->involuntary_switches) / result->seconds);
     }
     std::printf(
-        "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"overlap\":\"%s\",\"sampled\":%.2f,"
+        "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"overlap\":\"%s\",\"sampled\":%.2f,\"constrained\":%.2f,"
         "\"stats_region\":%s,\"seqs\":%d,\"runs\":%d,"
         "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
         "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
         "\"mean_batch\":%.1f,\"involuntary_switches_per_s\":%.0f,\"load_1m\":%.2f}\n",
-        mode.c_str(), arrival.c_str(), model.c_str(), policy_name.c_str(), overlap.c_str(), sampled,
+        mode.c_str(), arrival.c_str(), model.c_str(), policy_name.c_str(), overlap.c_str(), sampled, constrained,
         stats_region ? "true" : "false", n, runs, *std::min_element(p50.begin(), p50.end()),
         zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
         *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),
