@@ -1,6 +1,7 @@
 #include "engine/executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <utility>
 
@@ -30,6 +31,18 @@ void Executor::prepare_job(StepPlan& plan) {
   job.sampled = plan.sampled;
   job.samples = plan.samples.data();
   job.top = plan.top.data();
+  job.masks_by_engine = false;
+  if (runner_)
+    for (const SampledRow& s : plan.sampled) job.masks_by_engine |= s.sampler->has_grammar();
+  job.masks_ready = 0;
+}
+
+// The pass before has ended: its tokens are in the matchers (its sampling
+// accepted them), so the masks of the pass now running can be computed,
+// beside its forward call instead of after it.
+void Executor::fill_masks(StepPlan& plan) {
+  for (const SampledRow& s : plan.sampled) s.sampler->fill_grammar_mask();
+  std::atomic_ref<uint32_t>(plan.job.masks_ready).store(1, std::memory_order_release);
 }
 
 // On the runner, the plan's sequences are stamped with its pass's number
@@ -61,11 +74,13 @@ StepPlan* Executor::ended_pass(bool pass_was_running) {
   if (!runner_) return launched ? plan_ : nullptr;
   if (!pass_was_running) {
     if (launched) std::swap(plan_, inflight_);  // plan the next in the other buffer
+    if (launched && inflight_->job.masks_by_engine) fill_masks(*inflight_);
     return nullptr;
   }
   std::swap(plan_, inflight_);  // plan_: the pass that is ending
   const ForwardJob* job = runner_->wait();
   CHECK(job == &plan_->job) << "the runner returned passes out of order";
+  if (launched && inflight_->job.masks_by_engine) fill_masks(*inflight_);
   const double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(job->end - job->start).count());
   ns_per_token_[num_timed_++ % ns_per_token_.size()] = static_cast<float>(ns / static_cast<double>(plan_->tokens.size()));
   last_end_ = job->end;

@@ -51,6 +51,7 @@ class Executor {
 
  private:
   void prepare_job(StepPlan& plan);
+  void fill_masks(StepPlan& plan);
   Clock::time_point plan_deadline() const;
 
   EngineState& state_;

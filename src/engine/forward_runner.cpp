@@ -1,6 +1,7 @@
 #include "engine/forward_runner.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/check.h"
 #include "engine/inbox.h"
@@ -129,9 +130,27 @@ void ForwardRunner::run() {
   }
 }
 
+namespace {
+
+// The engine thread fills the masks as soon as the pass before has ended,
+// so this rarely waits long.
+void wait_for_masks(ForwardJob& job) {
+  std::atomic_ref<uint32_t> ready(job.masks_ready);
+  for (int spins = 0; !ready.load(std::memory_order_acquire); ++spins) {
+    if (spins < 1000) {
+      __builtin_ia32_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace
+
 void run_forward_job(LlamaModel& model, KvCache& cache, ForwardJob& job) {
   job.start = Clock::now();
   job.status = model.forward(job.batch, cache, job.logits, job.next_tokens, job.sampled.empty());
+  if (job.masks_by_engine) wait_for_masks(job);
   if (job.status.ok() && !job.sampled.empty()) {
     const size_t vocab = static_cast<size_t>(model.config().vocab_size);
     auto draw = [&](int64_t begin, int64_t end) {

@@ -10,7 +10,8 @@
 //
 // At most two passes are outstanding: one running, one queued. Until wait()
 // returns a job, the runner owns its tokens, its results, the KV it writes
-// and the samplers of its sampled rows; after, the engine does, except the
+// and the samplers of its sampled rows (but for the grammar masks, below);
+// after, the engine does, except the
 // job's next tokens, which the runner still reads to feed the job queued
 // behind it (nothing writes them but the next pass into that buffer). The
 // logits buffer is shared by all jobs and read only by the sampling of the
@@ -62,6 +63,13 @@ struct ForwardJob {
   // None: the logits are not read (a device model need not copy them back).
   std::span<const SampledRow> sampled;
   RowSample* samples = nullptr;         // [logit_rows], set for sampled rows
+  // Structured output under overlap: the sampled rows' grammar masks depend
+  // on the pass before's tokens, so the engine thread fills them while this
+  // pass's forward call runs (Executor::fill_masks), then stores 1 in
+  // masks_ready (release); the sampling waits for it. Otherwise the sampler
+  // fills its mask itself.
+  bool masks_by_engine = false;
+  uint32_t masks_ready = 0;             // through std::atomic_ref
   TokenLogprob* top = nullptr;          // [logit_rows, kMaxTopLogprobs]
   // Filled by whoever runs it (run_forward_job()).
   Status status;

@@ -151,8 +151,8 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, s
 
 GrammarMatcher::~GrammarMatcher() = default;
 
-void GrammarMatcher::mask(float* logits) {
-  if (ended_) return;
+void GrammarMatcher::fill_mask() {
+  if (ended_ || filled_) return;
   std::vector<int32_t>& bits = impl_->bitmask;
   int64_t shape[1] = {static_cast<int64_t>(bits.size())};
   DLTensor tensor{};
@@ -166,6 +166,13 @@ void GrammarMatcher::mask(float* logits) {
   } catch (const std::exception&) {
     std::fill(bits.begin(), bits.end(), 0);  // nothing allowed: accept() rejects what is drawn
   }
+  filled_ = true;
+}
+
+void GrammarMatcher::apply_mask(float* logits) {
+  if (ended_) return;
+  fill_mask();
+  const std::vector<int32_t>& bits = impl_->bitmask;
   constexpr float kNever = -std::numeric_limits<float>::infinity();
   const int32_t vocab = impl_->vocab_size;
   for (int32_t w = 0; w < static_cast<int32_t>(bits.size()); ++w) {
@@ -179,6 +186,7 @@ void GrammarMatcher::mask(float* logits) {
 
 GrammarStep GrammarMatcher::accept(int32_t token) {
   if (ended_) return GrammarStep::kEnded;
+  filled_ = false;
   bool accepted = false;
   try {
     accepted = impl_->matcher.AcceptToken(token);

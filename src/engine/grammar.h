@@ -62,10 +62,14 @@ class GrammarMatcher {
   GrammarMatcher(const GrammarMatcher&) = delete;
   GrammarMatcher& operator=(const GrammarMatcher&) = delete;
 
-  // Sets every logit the grammar forbids as the next token to -inf.
-  // logits: [vocab_size]. After the end it leaves them: the sequence has
-  // ended, and a row of it a queued pass computes is dropped.
-  void mask(float* logits);
+  // Computes which tokens the grammar allows next (xgrammar's bitmask),
+  // once per token: overlap scheduling fills it on the engine thread while
+  // the pass that samples with it runs.
+  void fill_mask();
+  // Sets every logit the mask forbids to -inf, filling it first if
+  // fill_mask() has not. logits: [vocab_size]. After the end it leaves them:
+  // the sequence has ended, and a row of it a queued pass computes is dropped.
+  void apply_mask(float* logits);
   // Advances past the sampled token.
   GrammarStep accept(int32_t token);
   bool ended() const { return ended_; }
@@ -74,6 +78,7 @@ class GrammarMatcher {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   bool ended_ = false;
+  bool filled_ = false;  // the mask is the next token's
 };
 
 }  // namespace zl

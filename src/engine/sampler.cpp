@@ -200,7 +200,7 @@ SampleResult Sampler::sample(float* logits) {
     raw = raw_logits_.data();
     apply_penalties(logits);
   }
-  if (grammar_) grammar_->mask(logits);
+  if (grammar_) grammar_->apply_mask(logits);
   if (params_.temperature == 0.0f) {
     result.token = cpu::argmax_f32(logits, vocab_size_);
   } else {

@@ -41,6 +41,10 @@ class Sampler {
   // output); such a sampler is never plain greedy.
   void set_grammar(std::unique_ptr<GrammarMatcher> grammar) { grammar_ = std::move(grammar); }
   bool has_grammar() const { return grammar_ != nullptr; }
+  // The grammar's mask for the next sample(), computed ahead (see GrammarMatcher::fill_mask).
+  void fill_grammar_mask() {
+    if (grammar_) grammar_->fill_mask();
+  }
   // The prompt's tokens count for the repetition penalty.
   void set_prompt(std::span<const int32_t> prompt);
   // logits: [vocab_size], modified in place. Records the chosen token for penalties.

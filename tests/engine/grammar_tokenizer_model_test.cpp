@@ -54,12 +54,12 @@ TEST_P(GrammarTokenizerTest, GrammarAcceptsTheTextAsEncoded) {
   std::vector<float> logits(static_cast<size_t>(tok.vocab_size()));
   for (size_t i = 0; i < ids.size(); ++i) {
     std::fill(logits.begin(), logits.end(), 0.0f);
-    matcher.mask(logits.data());
+    matcher.apply_mask(logits.data());
     EXPECT_TRUE(std::isfinite(logits[static_cast<size_t>(ids[i])])) << "token " << i << " '" << tok.token_text(ids[i]) << "' masked";
     ASSERT_EQ(matcher.accept(ids[i]), GrammarStep::kNone) << "token " << i << " '" << tok.token_text(ids[i]) << "'";
   }
   std::fill(logits.begin(), logits.end(), 0.0f);
-  matcher.mask(logits.data());
+  matcher.apply_mask(logits.data());
   EXPECT_TRUE(std::isfinite(logits[static_cast<size_t>(eos)]));
   EXPECT_EQ(std::count_if(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); }), 1);
   EXPECT_EQ(matcher.accept(eos), GrammarStep::kEnded);
