@@ -82,6 +82,9 @@ struct StructuredOutput {
     kRegex,        // spec: a regular expression the whole output matches
     kChoice,       // choices: the output is exactly one of them
     kGrammar,      // spec: an EBNF grammar (GBNF as llama.cpp's), root rule "root"
+    // spec: an xgrammar structural tag, {"type": "structural_tag", "format":
+    // {...}}: free text and tagged regions (tool calls) mixed
+    kStructuralTag,
   };
   Kind kind = Kind::kNone;
   std::string spec;

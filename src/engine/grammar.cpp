@@ -109,6 +109,7 @@ StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::compile(const 
         break;
       case Kind::kRegex: compiled = compiler.CompileRegex(output.spec); break;
       case Kind::kGrammar: compiled = compiler.CompileGrammar(output.spec, "root"); break;
+      case Kind::kStructuralTag: compiled = compiler.CompileStructuralTag(output.spec); break;
       case Kind::kChoice: {
         if (output.choices.empty()) return invalid_argument(output.field, ": the list of choices is empty");
         std::string ebnf = "root ::= ";

@@ -200,9 +200,28 @@ void CompletionJob::apply(Node& node) {
   c.finish = std::move(node.finish);
 }
 
+// With a tool parser, text that may begin a call waits in `held`; at the
+// end the held text is parsed into content and calls.
+void CompletionJob::hold_tool_calls(ChoiceOutput& c) {
+  const ToolCallFormat format = *request_.tool_format;
+  c.held += c.text;
+  c.text.clear();
+  if (c.finish) {
+    ParsedOutput parsed = parse_tool_calls(format, c.held);
+    c.text = std::move(parsed.content);
+    c.tool_calls = std::move(parsed.calls);
+    c.held.clear();
+    return;
+  }
+  const size_t n = streamable_prefix(format, c.held);
+  c.text = c.held.substr(0, n);
+  c.held.erase(0, n);
+}
+
 void CompletionJob::write_stream_pieces() {
   for (size_t i = 0; i < choices_.size(); ++i) {
     ChoiceOutput& c = choices_[i];
+    if (request_.tool_format) hold_tool_calls(c);
     if (c.text.empty() && c.token_ids.empty() && !c.finish) continue;
     if (c.finish && c.finish->reason == FinishReason::kError) {
       ApiError error{500, "generation failed: " + c.finish->stop_detail, "server_error", "", ""};
@@ -215,11 +234,14 @@ void CompletionJob::write_stream_pieces() {
     c.token_ids.clear();
     c.token_logprobs.clear();
     c.top_logprobs.clear();
+    c.tool_calls.clear();
     c.finish.reset();
   }
 }
 
 void CompletionJob::answer_whole() {
+  for (ChoiceOutput& c : choices_)
+    if (request_.tool_format) hold_tool_calls(c);
   for (const ChoiceOutput& c : choices_) {
     if (c.finish && c.finish->reason == FinishReason::kError) {
       ApiError error{500, "generation failed: " + c.finish->stop_detail, "server_error", "", ""};

@@ -92,6 +92,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void abort_unfinished();
   void on_disconnect();
   void write_stream_pieces();
+  void hold_tool_calls(ChoiceOutput& c);
   void answer_whole();
   void complete();
 

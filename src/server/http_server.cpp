@@ -427,6 +427,12 @@ void HttpServer::Impl::attach(Engine& e) {
   if (loaded.ok()) {
     chat.loaded = std::move(*loaded);
     log_info("http: chat template from ", chat.loaded.origin);
+    if (config.tool_call_parser == "auto") {
+      chat.tool_format = detect_tool_call_format(chat.loaded.chat_template->source());
+    } else if (config.tool_call_parser != "none") {
+      chat.tool_format = tool_call_format_named(config.tool_call_parser);
+    }
+    if (chat.tool_format) log_info("http: tool calls parsed as ", tool_call_format_name(*chat.tool_format));
   } else {
     chat.missing_message = "this model has no chat template, so /v1/chat/completions and /apply-template cannot be "
                            "served (use /v1/completions, or start serve with --chat-template FILE|chatml): " +

@@ -45,6 +45,10 @@ struct HttpServerConfig {
   // path whose folder may hold the template; resolved at attach_engine().
   std::string chat_template;
   std::string tokenizer_path;
+  // How tool calls are read from chat outputs: "auto" (from the template's
+  // source), "none", or a name of server/tool_calls.h (vLLM's
+  // --tool-call-parser names: hermes, llama3_json, mistral).
+  std::string tool_call_parser = "auto";
   // The engine's device: for cuda:N, /metrics adds that GPU's NVML counters
   // (zerolayer:gpu_*) when NVML loads; nvml_library names its file ("": the
   // default, core/gpu_counters.h).

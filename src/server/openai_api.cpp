@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bundle/chat_prompt.h"
+#include "server/chat_tools.h"
 #include "server/structured_fields.h"
 
 namespace zl::server {
@@ -347,6 +348,7 @@ OptError read_chat(const ojson& j, const ChatSettings& chat, ojson& messages, Ch
     if (r != "system" && r != "user" && r != "assistant" && r != "tool")
       return bad_message(str_cat("messages[", i, "].role '", r, "' is unknown; use system, user, assistant or tool"));
     if (OptError e = normalize_content(message, i, r)) return e;
+    if (OptError e = normalize_tool_calls(message, i)) return e;
     messages.push_back(std::move(message));
   }
   if (auto tools = j.find("tools"); tools != j.end() && !tools->is_null()) {
@@ -403,6 +405,7 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   ojson messages;
   ChatTemplateOptions options;
   if (OptError e = read_chat(ordered, chat, messages, options)) return e;
+  if (OptError e = read_tool_choice(ordered, chat, out)) return e;
   StatusOr<ChatPrompt> prompt =
       render_chat_prompt(chat.loaded, tokenizer, messages, options, size_t(prompt_byte_limit(limits)));
   if (!prompt.ok()) {
@@ -465,17 +468,36 @@ json timings_json(const FinishEvent& f) {
               {"ttft_ms", t.first_token_s * 1e3}};
 }
 
+// OpenAI's message.tool_calls; a stream's delta.tool_calls also number them.
+json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
+  json list = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call{{"id", calls[i].id}, {"type", "function"},
+              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (indexed) call["index"] = i;
+    list.push_back(std::move(call));
+  }
+  return list;
+}
+
 json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& request, const Tokenizer& tokenizer) {
   if (request.chat) {
     json choice{{"index", index}};
     if (request.stream) {
       choice["delta"] = c.text.empty() ? json::object() : json{{"content", c.text}};
+      if (!c.tool_calls.empty()) choice["delta"]["tool_calls"] = tool_calls_json(c.tool_calls, true);
     } else {
       choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
+      if (!c.tool_calls.empty()) {
+        if (c.text.empty()) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, false);
+      }
     }
     choice["logprobs"] = nullptr;
     if (request.return_token_ids) choice["token_ids"] = c.token_ids;
-    choice["finish_reason"] = c.finish ? json(finish_reason_string(c.finish->reason)) : json(nullptr);
+    choice["finish_reason"] = !c.finish ? json(nullptr)
+                              : c.tool_calls.empty() ? json(finish_reason_string(c.finish->reason))
+                                                     : json("tool_calls");
     return choice;
   }
   json choice{{"index", index}, {"text", c.text}};

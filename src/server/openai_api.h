@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bundle/chat_prompt.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
 #include "zerolayer/sampling.h"
@@ -65,12 +66,18 @@ struct CompletionRequest {
   // response_format and the other fields of server/structured_fields.h;
   // compiled on the worker (Engine::compile_grammar) before the job starts.
   StructuredOutput structured_output;
+  // Chat with tools: the syntax the output's tool calls are parsed in
+  // (server/chat_tools.h); unset: the output is text.
+  std::optional<ToolCallFormat> tool_format;
 };
 
 // The served model's chat template, for /v1/chat/completions and /apply-template.
 struct ChatSettings {
   LoadedChatTemplate loaded;    // loaded.chat_template null: the model has none
   std::string missing_message;  // why there is none (sent with the 400)
+  // The template's tool-call syntax (serve --tool-call-parser, else detected
+  // from its source); unset: tool calls are not parsed.
+  std::optional<ToolCallFormat> tool_format;
 };
 
 // Parses and validates a /v1/completions body. On error returns the ApiError
@@ -108,6 +115,10 @@ struct ChoiceOutput {
   std::vector<float> token_logprobs;
   std::vector<std::vector<TokenLogprob>> top_logprobs;
   int64_t text_offset = 0;                 // bytes of text before this piece (logprobs.text_offset)
+  // Chat with a tool parser: streamed text held back while it may be a call,
+  // and the calls parsed at the end.
+  std::string held;
+  std::vector<ToolCall> tool_calls;
   std::optional<FinishEvent> finish;
 };
 

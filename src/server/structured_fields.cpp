@@ -69,9 +69,18 @@ OptError read_response_format(const json& value, StructuredOutput& out) {
     out.kind = Kind::kJsonObject;
     return std::nullopt;
   }
+  if (name == "structural_tag") {  // vLLM's and xgrammar's: {"type": "structural_tag", "format": {...}}
+    if (!value.contains("format") || !value["format"].is_object())
+      return bad("response_format.format", "a structural_tag response_format needs a \"format\" object");
+    out.kind = Kind::kStructuralTag;
+    out.spec = value.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (out.spec.size() > kMaxSpecBytes) return bad("response_format", str_cat("response_format must be at most ", kMaxSpecBytes, " bytes"));
+    return std::nullopt;
+  }
   if (name != "json_schema")
     return bad("response_format.type", "response_format.type '" + name +
-                                           "' is not supported; use \"text\", \"json_object\" or \"json_schema\"");
+                                           "' is not supported; use \"text\", \"json_object\", \"json_schema\" "
+                                           "or \"structural_tag\"");
   const auto spec = value.find("json_schema");
   if (spec == value.end() || !spec->is_object())
     return bad("response_format.json_schema", "response_format.json_schema must be an object with a \"schema\"");

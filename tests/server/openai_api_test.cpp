@@ -305,8 +305,12 @@ TEST_F(ChatApiTest, DefaultsMaxTokensToTheRestOfTheContext) {
 
 TEST_F(ChatApiTest, AssistantToolCallsAndToolMessages) {
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[]},
-                                      {"role":"tool","content":"42"}],"tools":[{"type":"function"}],"tool_choice":"auto"})"),
+                                      {"role":"tool","content":"42"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"})"),
             "<ok>");
+  // A tool is {"type": "function", "function": {"name": ...}} (server/chat_tools.h).
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools")
+                .find("tools[0].function"),
+            std::string::npos);
 }
 
 TEST_F(ChatApiTest, BadMessagesNameTheField) {

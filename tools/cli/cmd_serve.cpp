@@ -203,6 +203,12 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--served-model-name", h.served_model_name, "Model name in the API (default: the --model value)")->envname(env("SERVED_MODEL_NAME"));
   cmd->add_option("--http-threads", h.num_io_threads, "HTTP I/O threads")->envname(env("HTTP_THREADS"))->check(CLI::Range(1, 256))->capture_default_str();
   cmd->add_option("--chat-template", h.chat_template, "Chat template for /v1/chat/completions: a Jinja file, or 'chatml' (default: the model's own)")->envname(env("CHAT_TEMPLATE"));
+  cmd->add_option("--tool-call-parser", h.tool_call_parser,
+                  "How tool calls are read from chat outputs: auto (the chat template's syntax), none, hermes "
+                  "(<tool_call> JSON, Qwen and Hermes), llama3_json (Llama 3.x), mistral ([TOOL_CALLS])")
+      ->envname(env("TOOL_CALL_PARSER"))
+      ->check(CLI::IsMember({"auto", "none", "hermes", "llama3_json", "mistral"}))
+      ->capture_default_str();
   cmd->add_option("--shm-name", f->shm_name, "Shared-memory segment name ('' disables shared memory)")->envname(env("SHM_NAME"))->capture_default_str();
   cmd->add_option("--shm-size", f->shm_size, "Shared-memory segment size (e.g. 64M)")->envname(env("SHM_SIZE"))->capture_default_str();
   cmd->add_option("--max-num-seqs", f->max_num_seqs, "Sequences in one batch at most")->envname(env("MAX_NUM_SEQS"))->check(CLI::Range(1, 65536))->capture_default_str();

@@ -24,7 +24,7 @@ void show_load_progress(int done, int total) {
 void add_model_flags(CLI::App& app, ModelFlags& flags, bool model_required) {
   auto* model = app.add_option("-m,--model", flags.model,
                                "A Hugging Face model directory, a .gguf file, a Hugging Face id "
-                               "ORG/NAME[@REVISION][:QUANT], or dummy:NAME[:SEED] (dummy:tiny, dummy:llama-110m, "
+                               "ORG/NAME[@REVISION][:QUANT], or dummy:NAME[:SEED] (dummy:tiny, dummy:tiny-4k, dummy:llama-110m, "
                                "dummy:llama-1b, dummy:tiny-moe, dummy:moe-small). An id (not an existing path) is looked up in the Hugging Face cache "
                                "(HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub) and downloaded into "
                                "it when missing (HF_ENDPOINT, HF_TOKEN; HF_HUB_OFFLINE=1: never download); :QUANT "

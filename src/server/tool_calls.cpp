@@ -1,0 +1,234 @@
+#include "server/tool_calls.h"
+
+#include <atomic>
+#include <cstdio>
+#include <random>
+
+namespace zl::server {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+constexpr std::string_view kHermesBegin = "<tool_call>";
+constexpr std::string_view kHermesEnd = "</tool_call>";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kMistralTag = "[TOOL_CALLS]";
+
+std::string_view trim(std::string_view s) {
+  const size_t begin = s.find_first_not_of(" \t\r\n");
+  if (begin == std::string_view::npos) return {};
+  return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+// "call_" + 24 hex digits: a process-wide random start, then a counter through splitmix64.
+std::string next_call_id() {
+  static const uint64_t seed = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  static std::atomic<uint64_t> counter{0};
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (counter.fetch_add(1, std::memory_order_relaxed) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "call_%016llx%08x", static_cast<unsigned long long>(z),
+                static_cast<unsigned>((z * 0x2545f4914f6cdd1dull) >> 32));
+  return buf;
+}
+
+// {"name": "...", <args_key>: {...}} as a call; arguments may also come as a JSON string.
+std::optional<ToolCall> call_from_json(const json& j, const char* args_key) {
+  if (!j.is_object()) return std::nullopt;
+  const auto name = j.find("name");
+  if (name == j.end() || !name->is_string() || name->get_ref<const std::string&>().empty()) return std::nullopt;
+  auto args = j.find(args_key);
+  if (args == j.end()) args = j.find("arguments");
+  ToolCall call{next_call_id(), name->get<std::string>(), "{}"};
+  if (args != j.end()) {
+    if (args->is_string()) {
+      json parsed = json::parse(args->get_ref<const std::string&>(), nullptr, false);
+      if (!parsed.is_object()) return std::nullopt;
+      call.arguments = parsed.dump(-1, ' ', false, json::error_handler_t::replace);
+    } else if (args->is_object()) {
+      call.arguments = args->dump(-1, ' ', false, json::error_handler_t::replace);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return call;
+}
+
+ParsedOutput parse_hermes(std::string_view text) {
+  ParsedOutput out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t begin = text.find(kHermesBegin, pos);
+    if (begin == std::string_view::npos) break;
+    const size_t inner = begin + kHermesBegin.size();
+    size_t end = text.find(kHermesEnd, inner);
+    const size_t next = end == std::string_view::npos ? text.size() : end + kHermesEnd.size();
+    if (end == std::string_view::npos) end = text.size();  // cut off by max_tokens or a stop
+    std::optional<ToolCall> call = call_from_json(json::parse(trim(text.substr(inner, end - inner)), nullptr, false), "arguments");
+    out.content += text.substr(pos, (call ? begin : next) - pos);
+    if (call) out.calls.push_back(std::move(*call));
+    pos = next;
+  }
+  if (pos < text.size()) out.content += text.substr(pos);
+  if (!out.calls.empty()) out.content = std::string(trim(out.content));
+  return out;
+}
+
+// The whole output is calls (JSON objects separated by ';' or whitespace,
+// llama3_json; or one JSON array, mistral), or it is all content.
+ParsedOutput parse_whole(std::string_view text, std::string_view tag, bool array) {
+  std::string_view body = trim(text);
+  if (body.starts_with(tag)) body = trim(body.substr(tag.size()));
+  ParsedOutput out;
+  if (body.empty() || body.front() != (array ? '[' : '{')) return ParsedOutput{std::string(text), {}};
+  std::vector<json> items;
+  if (array) {
+    json list = json::parse(body, nullptr, false);
+    if (list.is_array()) items.assign(list.begin(), list.end());
+  } else {
+    size_t start = 0;
+    while (start < body.size()) {
+      // The objects' ends: try each '}' until the text before it parses.
+      size_t end = body.find('}', start);
+      json item;
+      for (; end != std::string_view::npos; end = body.find('}', end + 1)) {
+        item = json::parse(body.substr(start, end + 1 - start), nullptr, false);
+        if (!item.is_discarded()) break;
+      }
+      if (end == std::string_view::npos) return ParsedOutput{std::string(text), {}};
+      items.push_back(std::move(item));
+      start = body.find_first_not_of("; \t\r\n", end + 1);
+      if (start == std::string_view::npos) break;
+    }
+  }
+  if (items.empty()) return ParsedOutput{std::string(text), {}};
+  for (const json& item : items) {
+    std::optional<ToolCall> call = call_from_json(item, array ? "arguments" : "parameters");
+    if (!call) return ParsedOutput{std::string(text), {}};
+    out.calls.push_back(std::move(*call));
+  }
+  return out;
+}
+
+// How much of `text`'s end could be the start of `marker`.
+size_t partial_marker_at_end(std::string_view text, std::string_view marker) {
+  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
+    if (marker.starts_with(text.substr(text.size() - n))) return n;
+  return 0;
+}
+
+std::string quoted(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
+
+ojson tag_for(ToolCallFormat format, const ojson& tool) {
+  const ojson& function = tool.at("function");
+  const std::string name = function.at("name").get<std::string>();
+  const auto params = function.find("parameters");
+  ojson schema = params != function.end() && params->is_object() ? *params : ojson{{"type", "object"}};
+  std::string begin, end;
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      begin = "<tool_call>\n{\"name\": " + quoted(name) + ", \"arguments\": ";
+      end = "}\n</tool_call>";
+      break;
+    case ToolCallFormat::kLlama3Json:
+      begin = "{\"name\": " + quoted(name) + ", \"parameters\": ";
+      end = "}";
+      break;
+    case ToolCallFormat::kMistral:
+      begin = "{\"name\": " + quoted(name) + ", \"arguments\": ";
+      end = "}";
+      break;
+  }
+  return ojson{{"type", "tag"},
+               {"begin", begin},
+               {"content", {{"type", "json_schema"}, {"json_schema", schema}}},
+               {"end", end}};
+}
+
+}  // namespace
+
+std::optional<ToolCallFormat> tool_call_format_named(std::string_view name) {
+  if (name == "hermes") return ToolCallFormat::kHermes;
+  if (name == "llama3_json") return ToolCallFormat::kLlama3Json;
+  if (name == "mistral") return ToolCallFormat::kMistral;
+  return std::nullopt;
+}
+
+const char* tool_call_format_name(ToolCallFormat format) {
+  switch (format) {
+    case ToolCallFormat::kHermes: return "hermes";
+    case ToolCallFormat::kLlama3Json: return "llama3_json";
+    case ToolCallFormat::kMistral: return "mistral";
+  }
+  return "hermes";
+}
+
+std::string tool_call_format_names() { return "hermes, llama3_json, mistral"; }
+
+std::optional<ToolCallFormat> detect_tool_call_format(std::string_view source) {
+  if (source.find("<tool_call>") != std::string_view::npos) return ToolCallFormat::kHermes;
+  if (source.find("[TOOL_CALLS][") != std::string_view::npos) return ToolCallFormat::kMistral;
+  if (source.find("\"parameters\": ") != std::string_view::npos &&
+      source.find("<|start_header_id|>") != std::string_view::npos)
+    return ToolCallFormat::kLlama3Json;
+  return std::nullopt;
+}
+
+ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text) {
+  switch (format) {
+    case ToolCallFormat::kHermes: return parse_hermes(text);
+    case ToolCallFormat::kLlama3Json: return parse_whole(text, kPythonTag, false);
+    case ToolCallFormat::kMistral: return parse_whole(text, kMistralTag, true);
+  }
+  return ParsedOutput{std::string(text), {}};
+}
+
+size_t streamable_prefix(ToolCallFormat format, std::string_view text) {
+  if (format == ToolCallFormat::kHermes) {
+    const size_t begin = text.find(kHermesBegin);
+    if (begin != std::string_view::npos) return begin;
+    return text.size() - partial_marker_at_end(text, kHermesBegin);
+  }
+  // Calls are the whole output: hold it while it may still be one.
+  const std::string_view tag = format == ToolCallFormat::kMistral ? kMistralTag : kPythonTag;
+  const char open = format == ToolCallFormat::kMistral ? '[' : '{';
+  const std::string_view body = trim(text);
+  if (body.empty() || body.front() == open || tag.starts_with(body.substr(0, tag.size())) || body.starts_with(tag))
+    return 0;
+  return text.size();
+}
+
+std::string tool_call_structural_tag(ToolCallFormat format, const ojson& tools, bool required,
+                                     const std::string& only) {
+  ojson tags = ojson::array();
+  for (const ojson& tool : tools)
+    if (only.empty() || tool.at("function").at("name") == only) tags.push_back(tag_for(format, tool));
+  ojson body;
+  if (required) {
+    const char* separator = format == ToolCallFormat::kHermes ? "\n" : format == ToolCallFormat::kMistral ? ", " : "; ";
+    body = ojson{{"type", "tags_with_separator"}, {"tags", tags}, {"separator", separator},
+                 {"at_least_one", true}, {"stop_after_first", false}};
+    if (format == ToolCallFormat::kMistral) {
+      body = ojson{{"type", "sequence"},
+                   {"elements", ojson::array({ojson{{"type", "const_string"}, {"value", "["}}, body,
+                                              ojson{{"type", "const_string"}, {"value", "]"}}})}};
+    }
+  } else {
+    const char* trigger = format == ToolCallFormat::kHermes ? "<tool_call>" : "{\"name\": ";
+    if (format == ToolCallFormat::kMistral) {
+      for (ojson& tag : tags) {
+        tag["begin"] = "[" + tag["begin"].get<std::string>();
+        tag["end"] = tag["end"].get<std::string>() + "]";
+      }
+      trigger = "[{\"name\": ";
+    }
+    body = ojson{{"type", "triggered_tags"}, {"triggers", ojson::array({trigger})}, {"tags", tags},
+                 {"at_least_one", false}, {"stop_after_first", false}};
+  }
+  return ojson{{"type", "structural_tag"}, {"format", body}}.dump();
+}
+
+}  // namespace zl::server

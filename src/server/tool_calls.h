@@ -1,0 +1,59 @@
+// Tool calls in a chat model's output, in the syntax its chat template
+// teaches it (vLLM's --tool-call-parser names):
+//   hermes       <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>
+//                (Qwen 2.5 / 3, QwQ, Hermes 2 Pro / 3)
+//   llama3_json  {"name": ..., "parameters": {...}}, the whole output (Llama 3.1-3.3)
+//   mistral      [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] (Mistral Nemo;
+//                [TOOL_CALLS] is a control token, so the text starts at "[")
+// parse_tool_calls() turns a finished output into content and calls;
+// streamable_prefix() says how much of a stream may go out as content before
+// its end is known; tool_call_structural_tag() is the grammar (an xgrammar
+// structural tag) that makes the calls well-formed, and with tool_choice
+// "required" or a named function, makes them happen.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zl::server {
+
+enum class ToolCallFormat { kHermes, kLlama3Json, kMistral };
+
+std::optional<ToolCallFormat> tool_call_format_named(std::string_view name);
+const char* tool_call_format_name(ToolCallFormat format);
+// "hermes, llama3_json, mistral": for --help and errors.
+std::string tool_call_format_names();
+// The format a chat template's source renders assistant tool calls in, if any.
+std::optional<ToolCallFormat> detect_tool_call_format(std::string_view template_source);
+
+struct ToolCall {
+  std::string id;         // "call_" and 24 hex digits, unique in the process
+  std::string name;
+  std::string arguments;  // the arguments object as JSON text
+};
+
+struct ParsedOutput {
+  std::string content;    // the text outside the calls (trimmed when there are calls)
+  std::vector<ToolCall> calls;
+};
+
+// A call that does not parse stays in the content: nothing is dropped.
+ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text);
+
+// How many leading bytes of a stream's text so far cannot belong to a call
+// and may go out as content now (the rest waits for more text or the end).
+size_t streamable_prefix(ToolCallFormat format, std::string_view text);
+
+// The structural tag (xgrammar's JSON) over `tools` (OpenAI's list of
+// {"type": "function", "function": {"name", "parameters"}}): with
+// `required`, the output is one or more calls and nothing else; without, the
+// text is free until a call begins, and the call is then well-formed. `only`
+// (non-empty) limits the calls to that function.
+std::string tool_call_structural_tag(ToolCallFormat format, const nlohmann::ordered_json& tools, bool required,
+                                     const std::string& only);
+
+}  // namespace zl::server

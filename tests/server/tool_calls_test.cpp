@@ -1,0 +1,113 @@
+// Tool-call parsing (server/tool_calls.h): each syntax's calls come out with
+// their names and arguments, text around them stays content, malformed calls
+// are kept as content (never dropped), and streaming holds back exactly the
+// text that may still become a call.
+#include "server/tool_calls.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace zl::server {
+namespace {
+
+using nlohmann::json;
+
+void expect_call(const ToolCall& call, const std::string& name, const json& arguments) {
+  EXPECT_EQ(call.name, name);
+  EXPECT_EQ(json::parse(call.arguments), arguments) << call.arguments;
+  EXPECT_EQ(call.id.rfind("call_", 0), 0u);
+  EXPECT_EQ(call.id.size(), 29u);
+}
+
+TEST(ToolCallsTest, HermesCallsAndTheTextAround) {
+  const ParsedOutput out = parse_tool_calls(ToolCallFormat::kHermes,
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\": \\\"CET\\\"}\"}\n</tool_call>");
+  EXPECT_EQ(out.content, "Let me check.");
+  ASSERT_EQ(out.calls.size(), 2u);
+  expect_call(out.calls[0], "get_weather", json{{"city", "Paris"}});
+  expect_call(out.calls[1], "get_time", json{{"tz", "CET"}});  // arguments sent as JSON text
+  EXPECT_NE(out.calls[0].id, out.calls[1].id);
+}
+
+TEST(ToolCallsTest, HermesCallCutOffAtTheEndStillParses) {
+  const ParsedOutput out =
+      parse_tool_calls(ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n");
+  ASSERT_EQ(out.calls.size(), 1u);
+  expect_call(out.calls[0], "f", json::object());
+  EXPECT_EQ(out.content, "");
+}
+
+TEST(ToolCallsTest, MalformedCallsStayContent) {
+  for (const char* text : {"<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call>",
+                           "<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>[1, 2]</tool_call>",
+                           "<tool_call>{\"name\": \"\", \"arguments\": {}}</tool_call>"}) {
+    const ParsedOutput out = parse_tool_calls(ToolCallFormat::kHermes, text);
+    EXPECT_TRUE(out.calls.empty()) << text;
+    EXPECT_EQ(out.content, text);
+  }
+  const std::string plain = "No tools needed: {\"name\": 1}";
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::kLlama3Json, plain).content, plain);
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kLlama3Json, "{\"name\": \"f\", \"parameters\": 3}").calls.empty());
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kMistral, "[{\"name\": \"f\"}, 7]").calls.empty());
+}
+
+TEST(ToolCallsTest, Llama3JsonObjectsAndPythonTag) {
+  ParsedOutput out = parse_tool_calls(ToolCallFormat::kLlama3Json,
+                                      " {\"name\": \"search\", \"parameters\": {\"q\": \"a}b\", \"n\": {\"k\": 2}}}");
+  ASSERT_EQ(out.calls.size(), 1u);
+  expect_call(out.calls[0], "search", json{{"q", "a}b"}, {"n", {{"k", 2}}}});
+  out = parse_tool_calls(ToolCallFormat::kLlama3Json,
+                         "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"x\": 1}}");
+  ASSERT_EQ(out.calls.size(), 2u);
+  expect_call(out.calls[1], "b", json{{"x", 1}});
+}
+
+TEST(ToolCallsTest, MistralArray) {
+  const ParsedOutput out = parse_tool_calls(
+      ToolCallFormat::kMistral, "[{\"name\": \"a\", \"arguments\": {\"x\": [1]}}, {\"name\": \"b\", \"arguments\": {}}]");
+  ASSERT_EQ(out.calls.size(), 2u);
+  expect_call(out.calls[0], "a", json{{"x", {1}}});
+  expect_call(out.calls[1], "b", json::object());
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::kMistral, "[TOOL_CALLS][{\"name\": \"c\", \"arguments\": {}}]").calls.size(), 1u);
+}
+
+TEST(ToolCallsTest, StreamingHoldsOnlyWhatMayBeACall) {
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kHermes, "Hello there"), 11u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kHermes, "Hello <tool"), 6u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kHermes, "Hi <tool_call>\n{\"na"), 3u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kHermes, "a < b"), 5u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kLlama3Json, "  {\"na"), 0u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kLlama3Json, ""), 0u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kLlama3Json, "<|python"), 0u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kLlama3Json, "Sure, "), 6u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kMistral, "[{"), 0u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kMistral, "The answer"), 10u);
+}
+
+TEST(ToolCallsTest, NamesAndDetection) {
+  for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral})
+    EXPECT_EQ(tool_call_format_named(tool_call_format_name(f)), f);
+  EXPECT_FALSE(tool_call_format_named("pythonic"));
+  EXPECT_EQ(detect_tool_call_format("{{ '<tool_call>\\n' }}"), ToolCallFormat::kHermes);
+  EXPECT_FALSE(detect_tool_call_format("{{ messages[0].content }}"));
+}
+
+TEST(ToolCallsTest, StructuralTagNamesOnlyTheChosenFunction) {
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}},
+    {"type": "function", "function": {"name": "b"}}])");
+  const json all = json::parse(tool_call_structural_tag(ToolCallFormat::kHermes, tools, true, ""));
+  EXPECT_EQ(all["type"], "structural_tag");
+  EXPECT_EQ(all["format"]["type"], "tags_with_separator");
+  EXPECT_EQ(all["format"]["tags"].size(), 2u);
+  const json one = json::parse(tool_call_structural_tag(ToolCallFormat::kHermes, tools, true, "b"));
+  ASSERT_EQ(one["format"]["tags"].size(), 1u);
+  EXPECT_EQ(one["format"]["tags"][0]["begin"], "<tool_call>\n{\"name\": \"b\", \"arguments\": ");
+  const json any = json::parse(tool_call_structural_tag(ToolCallFormat::kMistral, tools, false, ""));
+  EXPECT_EQ(any["format"]["type"], "triggered_tags");
+}
+
+}  // namespace
+}  // namespace zl::server
