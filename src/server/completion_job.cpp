@@ -249,7 +249,20 @@ void CompletionJob::answer_whole() {
       return;
     }
   }
+  if (request_.responses) return answer_response();
   writer_->respond(200, "application/json", completion_body(meta_, request_, choices_, tokenizer_));
+}
+
+// POST /v1/responses: one choice, as a response object or its events.
+void CompletionJob::answer_response() {
+  const ResponsesRequest& r = *request_.responses;
+  nlohmann::ordered_json conversation;
+  std::string body = response_body(meta_, r, choices_[0], r.store ? &conversation : nullptr);
+  if (r.store) context_.responses->put(meta_.id, std::move(conversation));
+  if (!r.stream) return writer_->respond(200, "application/json", std::move(body));
+  writer_->begin_stream();
+  writer_->write_raw(http_chunk(response_events(meta_, r, choices_[0])));
+  writer_->end_stream();
 }
 
 void CompletionJob::complete() {

@@ -25,6 +25,7 @@
 
 #include "server/openai_api.h"
 #include "server/response_writer.h"
+#include "server/responses_api.h"
 #include "zerolayer/engine.h"
 
 namespace zl::server {
@@ -66,6 +67,7 @@ struct JobContext {
   JobRegistry* registry = nullptr;
   std::atomic<int64_t>* num_disconnects = nullptr;  // clients gone before their response ended
   RequestOrigin origin;  // kHttp, the response's number, when its body had arrived (latency breakdown)
+  ResponseStore* responses = nullptr;  // POST /v1/responses: where stored responses go
 };
 
 class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
@@ -93,6 +95,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void on_disconnect();
   void write_stream_pieces();
   void hold_tool_calls(ChoiceOutput& c);
+  void answer_response();
   void answer_whole();
   void complete();
 

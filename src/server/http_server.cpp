@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "server/completion_job.h"
 #include "server/cpu_workers.h"
 #include "server/openai_api.h"
+#include "server/responses_api.h"
 #include "server/sse.h"
 #include "server/stats_monitor.h"
 #include "tokenizer/tokenizer.h"
@@ -56,7 +58,7 @@ std::vector<std::unique_ptr<net::io_context>> make_io_contexts(int32_t n) {
   return iocs;
 }
 
-enum class Route { kCompletions, kChat, kApplyTemplate, kModels, kHealth, kMetrics, kTokenize, kDetokenize };
+enum class Route { kCompletions, kChat, kResponses, kApplyTemplate, kModels, kHealth, kMetrics, kTokenize, kDetokenize };
 
 struct RouteEntry {
   std::string_view path;
@@ -67,6 +69,7 @@ struct RouteEntry {
 constexpr RouteEntry kRoutes[] = {
     {"/v1/completions", http::verb::post, Route::kCompletions},
     {"/v1/chat/completions", http::verb::post, Route::kChat},
+    {"/v1/responses", http::verb::post, Route::kResponses},
     {"/apply-template", http::verb::post, Route::kApplyTemplate},
     {"/v1/models", http::verb::get, Route::kModels},
     {"/health", http::verb::get, Route::kHealth},
@@ -136,12 +139,18 @@ class HttpServer::Impl {
   ChatSettings chat;
   std::string served_name;
   int64_t created = 0;
+  // In every response id beside `created`: replicas started in the same
+  // second still give different ids.
+  uint32_t instance = std::random_device{}();
+  ResponseStore responses;  // POST /v1/responses with store, for previous_response_id
   std::atomic<uint64_t> next_response_id{1};
 
  private:
   void run_on_worker(const std::shared_ptr<Session>& session, Route route, Engine& engine, const std::string& body,
                      uint64_t received_ns);
-  void prepare_completion(const std::shared_ptr<Session>& session, Engine& engine, const std::string& body, bool chat,
+  std::optional<ApiError> parse_request(Route route, const std::string& body, Engine& engine,
+                                        CompletionRequest& request);
+  void prepare_completion(const std::shared_ptr<Session>& session, Engine& engine, const std::string& body, Route route,
                           uint64_t received_ns);
   void handle_metrics(const std::shared_ptr<Session>& session);
   void handle_health(const std::shared_ptr<Session>& session);
@@ -508,8 +517,9 @@ void HttpServer::Impl::run_on_worker(const std::shared_ptr<Session>& session, Ro
   std::string out;
   std::optional<ApiError> error;
   switch (route) {
-    case Route::kCompletions: return prepare_completion(session, e, body, false, received_ns);
-    case Route::kChat: return prepare_completion(session, e, body, true, received_ns);
+    case Route::kCompletions:
+    case Route::kChat:
+    case Route::kResponses: return prepare_completion(session, e, body, route, received_ns);
     case Route::kApplyTemplate: error = apply_template_body(body, chat, out); break;
     case Route::kTokenize: error = tokenize_body(body, e.tokenizer(), limits, out); break;
     case Route::kDetokenize: error = detokenize_body(body, e.tokenizer(), limits, out); break;
@@ -519,14 +529,26 @@ void HttpServer::Impl::run_on_worker(const std::shared_ptr<Session>& session, Ro
   respond_json(session, 200, std::move(out));
 }
 
+std::optional<ApiError> HttpServer::Impl::parse_request(Route route, const std::string& body, Engine& e,
+                                                        CompletionRequest& request) {
+  if (route == Route::kCompletions) return parse_completion_request(body, e.tokenizer(), limits, request);
+  if (route == Route::kChat) return parse_chat_request(body, e.tokenizer(), limits, chat, request);
+  auto responses_request = std::make_shared<ResponsesRequest>();
+  nlohmann::ordered_json chat_body;
+  if (std::optional<ApiError> error = responses_to_chat(body, responses, chat_body, *responses_request)) return error;
+  const std::string chat_text = chat_body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  std::optional<ApiError> error = parse_chat_request(chat_text, e.tokenizer(), limits, chat, request);
+  request.responses = std::move(responses_request);
+  return error;
+}
+
 // On a worker: parses and tokenizes, then starts the job on the connection's
 // strand, unless the client has left meanwhile.
 void HttpServer::Impl::prepare_completion(const std::shared_ptr<Session>& session, Engine& e, const std::string& body,
-                                          bool is_chat, uint64_t received_ns) {
+                                          Route route, uint64_t received_ns) {
   CompletionRequest request;
-  std::optional<ApiError> error = is_chat ? parse_chat_request(body, e.tokenizer(), limits, chat, request)
-                                          : parse_completion_request(body, e.tokenizer(), limits, request);
-  if (error) return respond_json(session, error->http_status, error_body(*error));
+  if (std::optional<ApiError> error = parse_request(route, body, e, request))
+    return respond_json(session, error->http_status, error_body(*error));
   if (request.structured_output.kind != StructuredOutput::Kind::kNone) {
     // Compiling a new JSON schema can take milliseconds: here, not on the I/O thread.
     if (Status s = e.compile_grammar(request.structured_output); !s.ok()) {
@@ -541,11 +563,13 @@ void HttpServer::Impl::prepare_completion(const std::shared_ptr<Session>& sessio
   }
   ResponseMeta meta;
   uint64_t n = next_response_id.fetch_add(1, std::memory_order_relaxed);
-  meta.id = str_cat(is_chat ? "chatcmpl-" : "cmpl-", std::hex, created, n);
-  if (is_chat) meta.object = request.stream ? "chat.completion.chunk" : "chat.completion";
+  const char* prefix = route == Route::kResponses ? "resp_" : route == Route::kChat ? "chatcmpl-" : "cmpl-";
+  meta.id = str_cat(prefix, std::hex, created, instance, n);
+  if (route == Route::kChat) meta.object = request.stream ? "chat.completion.chunk" : "chat.completion";
+  if (route == Route::kResponses) meta.object = "response";
   meta.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   meta.model = served_name;
-  JobContext context{&e, gate, &registry, &num_disconnects, RequestOrigin{Transport::kHttp, n, received_ns}};
+  JobContext context{&e, gate, &registry, &num_disconnects, RequestOrigin{Transport::kHttp, n, received_ns}, &responses};
   auto job = std::make_shared<CompletionJob>(std::move(context), session, std::move(request), std::move(meta));
   session->post([this, session, job] {
     if (session->is_closed()) {

@@ -345,8 +345,10 @@ OptError read_chat(const ojson& j, const ChatSettings& chat, ojson& messages, Ch
     auto role = message.find("role");
     if (role == message.end() || !role->is_string()) return bad_message(str_cat("messages[", i, "].role must be a string"));
     std::string r = role->get<std::string>();
+    if (r == "developer") message["role"] = r = "system";  // OpenAI's newer name; templates know system
     if (r != "system" && r != "user" && r != "assistant" && r != "tool")
-      return bad_message(str_cat("messages[", i, "].role '", r, "' is unknown; use system, user, assistant or tool"));
+      return bad_message(
+          str_cat("messages[", i, "].role '", r, "' is unknown; use system, developer, user, assistant or tool"));
     if (OptError e = normalize_content(message, i, r)) return e;
     if (OptError e = normalize_tool_calls(message, i)) return e;
     messages.push_back(std::move(message));

@@ -26,6 +26,8 @@
 
 namespace zl::server {
 
+struct ResponsesRequest;  // server/responses_api.h
+
 // A failed request, in OpenAI's error shape {"error": {message, type, param, code}}.
 struct ApiError {
   int http_status = 400;
@@ -69,6 +71,8 @@ struct CompletionRequest {
   // Chat with tools: the syntax the output's tool calls are parsed in
   // (server/chat_tools.h); unset: the output is text.
   std::optional<ToolCallFormat> tool_format;
+  // Set for POST /v1/responses (run as this chat request, answered as a response).
+  std::shared_ptr<const ResponsesRequest> responses;
 };
 
 // The served model's chat template, for /v1/chat/completions and /apply-template.

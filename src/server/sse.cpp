@@ -12,17 +12,25 @@ std::string sse_response_head() {
          "Connection: keep-alive\r\n\r\n";
 }
 
-std::string sse_chunk(std::string_view payload) {
-  constexpr std::string_view kPrefix = "data: ", kSuffix = "\n\n";
-  size_t size = kPrefix.size() + payload.size() + kSuffix.size();
+namespace {
+
+// "<hex size>\r\n" + prefix + body + suffix + "\r\n".
+std::string framed(std::string_view prefix, std::string_view body, std::string_view suffix) {
+  size_t size = prefix.size() + body.size() + suffix.size();
   char hex[24];
   int hex_len = std::snprintf(hex, sizeof(hex), "%zx\r\n", size);
   std::string out;
   out.reserve(static_cast<size_t>(hex_len) + size + 2);
   out.append(hex, static_cast<size_t>(hex_len));
-  out.append(kPrefix).append(payload).append(kSuffix).append("\r\n");
+  out.append(prefix).append(body).append(suffix).append("\r\n");
   return out;
 }
+
+}  // namespace
+
+std::string sse_chunk(std::string_view payload) { return framed("data: ", payload, "\n\n"); }
+
+std::string http_chunk(std::string_view events) { return framed("", events, ""); }
 
 std::string sse_done_chunk() { return sse_chunk("[DONE]"); }
 

@@ -13,6 +13,8 @@ namespace zl::server {
 std::string sse_response_head();
 // One SSE event carrying `payload` (JSON), framed as one HTTP chunk.
 std::string sse_chunk(std::string_view payload);
+// Events already written out ("event: ...\ndata: ...\n\n"), as one HTTP chunk.
+std::string http_chunk(std::string_view events);
 // The terminal "data: [DONE]" event, framed as one HTTP chunk.
 std::string sse_done_chunk();
 // The zero-length chunk that ends the HTTP response.

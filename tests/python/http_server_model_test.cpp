@@ -1,11 +1,12 @@
 // Runs the HTTP server's end-to-end suites under ctest: test_http_server.py
 // (the real `zerolayer serve` driven by the official `openai` package and by
 // raw sockets), test_metrics.py (`/metrics` read by prometheus-client's
-// parser), test_faults.py, test_structured_output.py and test_tool_calls.py
-// (outputs validated by jsonschema). It needs .venv with openai,
-// prometheus-client, pytest and jsonschema, which scripts/setup.sh creates
-// from requirements-test.txt; without them the test reports skipped rather
-// than passing silently.
+// parser), test_faults.py, and the agent-facing suites test_structured_output.py,
+// test_tool_calls.py, test_agent_clients.py (langchain-openai, instructor)
+// and test_responses.py (/v1/responses, openai-agents). It needs .venv with
+// requirements-test.txt's packages, which scripts/setup.sh installs; without
+// the core ones the test reports skipped rather than passing silently (the
+// suites skip a client library that is missing).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,7 +47,7 @@ TEST(HttpServerPython, PytestSuitePasses) {
   std::string shared = shared_path("");
   std::string command = "cd " + quote(root) + " && ZEROLAYER_BIN=" + quote(cli_path()) +
                         (shared.empty() ? "" : " ZL_SHARED_DIR=" + quote(shared)) + " " + quote(python) +
-                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py tests/python/test_structured_output.py tests/python/test_tool_calls.py -q -p no:cacheprovider 2>&1";
+                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py tests/python/test_structured_output.py tests/python/test_tool_calls.py tests/python/test_agent_clients.py tests/python/test_responses.py -q -p no:cacheprovider 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

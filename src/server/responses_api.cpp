@@ -1,0 +1,295 @@
+#include "server/responses_api.h"
+
+#include <chrono>
+
+namespace zl::server {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+using OptError = std::optional<ApiError>;
+
+ApiError bad(std::string param, std::string message) {
+  ApiError e;
+  e.message = std::move(message);
+  e.param = std::move(param);
+  return e;
+}
+
+std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+ojson merged(ojson a, const ojson& b) {
+  a.update(b);
+  return a;
+}
+
+// A message's content: a string, or a list of text parts (input_text,
+// output_text), joined with "\n".
+OptError content_text(const ojson& content, const std::string& at, std::string& out) {
+  if (content.is_string()) {
+    out = content.get<std::string>();
+    return std::nullopt;
+  }
+  if (!content.is_array()) return bad("input", at + ".content must be a string or a list of text parts");
+  out.clear();
+  for (size_t k = 0; k < content.size(); ++k) {
+    const ojson& part = content[k];
+    const std::string type = part.is_object() ? part.value("type", "") : "";
+    if ((type != "input_text" && type != "output_text" && type != "text") || !part.contains("text") ||
+        !part["text"].is_string())
+      return bad("input", str_cat(at, ".content[", k, "] must be {\"type\": \"input_text\", \"text\": ...}"));
+    if (k > 0) out += "\n";
+    out += part["text"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// One input item onto the chat messages. Consecutive function calls join
+// one assistant message, as chat templates expect them.
+OptError add_item(const ojson& item, size_t i, ojson& messages) {
+  const std::string at = str_cat("input[", i, "]");
+  if (!item.is_object()) return bad("input", at + " must be an object");
+  const std::string type = item.value("type", item.contains("role") ? "message" : "");
+  if (type == "message") {
+    std::string role = item.value("role", "");
+    if (role == "developer") role = "system";
+    if (role != "user" && role != "system" && role != "assistant")
+      return bad("input", at + ".role must be user, system, developer or assistant");
+    std::string text;
+    if (OptError e = content_text(item.contains("content") ? item["content"] : ojson(""), at, text)) return e;
+    messages.push_back({{"role", role}, {"content", text}});
+    return std::nullopt;
+  }
+  if (type == "function_call") {
+    if (!item.contains("call_id") || !item["call_id"].is_string() || !item.contains("name") || !item["name"].is_string())
+      return bad("input", at + " (a function_call) needs call_id and name");
+    ojson call{{"id", item["call_id"]},
+               {"type", "function"},
+               {"function", {{"name", item["name"]}, {"arguments", item.value("arguments", "{}")}}}};
+    if (messages.empty() || messages.back()["role"] != "assistant" || !messages.back().contains("tool_calls"))
+      messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", ojson::array()}});
+    messages.back()["tool_calls"].push_back(std::move(call));
+    return std::nullopt;
+  }
+  if (type == "function_call_output") {
+    if (!item.contains("call_id") || !item["call_id"].is_string())
+      return bad("input", at + " (a function_call_output) needs call_id");
+    std::string text;
+    if (OptError e = content_text(item.contains("output") ? item["output"] : ojson(""), at, text)) return e;
+    messages.push_back({{"role", "tool"}, {"tool_call_id", item["call_id"]}, {"content", text}});
+    return std::nullopt;
+  }
+  if (type == "reasoning") return std::nullopt;  // a reasoning model's summary: nothing to render
+  return bad("input", at + ".type '" + type + "' is not supported; use message, function_call or function_call_output");
+}
+
+// Responses' function tools {"type": "function", "name", "parameters", ...} as chat's.
+OptError convert_tools(const ojson& tools, ojson& out) {
+  if (!tools.is_array()) return bad("tools", "tools must be a list");
+  out = ojson::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ojson& tool = tools[i];
+    if (!tool.is_object() || tool.value("type", "") != "function")
+      return bad("tools", str_cat("tools[", i, "].type must be \"function\" (the only tools served)"));
+    ojson function{{"name", tool.value("name", "")}};
+    if (tool.contains("description")) function["description"] = tool["description"];
+    if (tool.contains("parameters") && !tool["parameters"].is_null()) function["parameters"] = tool["parameters"];
+    out.push_back({{"type", "function"}, {"function", std::move(function)}});
+  }
+  return std::nullopt;
+}
+
+OptError convert_options(const ojson& j, ojson& chat) {
+  if (j.contains("tools") && !j["tools"].is_null()) {
+    ojson tools;
+    if (OptError e = convert_tools(j["tools"], tools)) return e;
+    chat["tools"] = std::move(tools);
+  }
+  if (j.contains("tool_choice") && !j["tool_choice"].is_null()) {
+    const ojson& choice = j["tool_choice"];
+    chat["tool_choice"] = choice.is_object() && choice.value("type", "") == "function"
+                              ? ojson{{"type", "function"}, {"function", {{"name", choice.value("name", "")}}}}
+                              : choice;
+  }
+  if (j.contains("max_output_tokens") && !j["max_output_tokens"].is_null()) chat["max_tokens"] = j["max_output_tokens"];
+  for (const char* key : {"temperature", "top_p", "seed", "stop", "top_k", "min_p", "ignore_eos"})
+    if (j.contains(key) && !j[key].is_null()) chat[key] = j[key];
+  if (const auto text = j.find("text"); text != j.end() && text->is_object() && text->contains("format")) {
+    const ojson& format = (*text)["format"];
+    const std::string type = format.is_object() ? format.value("type", "") : "";
+    if (type == "json_schema") {
+      ojson schema{{"name", format.value("name", "response")}, {"schema", format.value("schema", ojson::object())}};
+      if (format.contains("strict")) schema["strict"] = format["strict"];
+      chat["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(schema)}};
+    } else if (type == "json_object" || type == "text") {
+      chat["response_format"] = {{"type", type}};
+    } else {
+      return bad("text.format", "text.format.type must be text, json_object or json_schema");
+    }
+  }
+  return std::nullopt;
+}
+
+std::string suffix(const std::string& id) { return id.substr(id.find('_') + 1); }
+
+ojson output_items(const ResponseMeta& meta, const ChoiceOutput& c) {
+  ojson items = ojson::array();
+  if (!c.text.empty() || c.tool_calls.empty()) {
+    items.push_back({{"type", "message"},
+                     {"id", "msg_" + suffix(meta.id)},
+                     {"status", "completed"},
+                     {"role", "assistant"},
+                     {"content", ojson::array({{{"type", "output_text"}, {"text", c.text}, {"annotations", ojson::array()}}})}});
+  }
+  for (const ToolCall& call : c.tool_calls) {
+    items.push_back({{"type", "function_call"}, {"id", "fc_" + suffix(call.id)}, {"call_id", call.id},
+                     {"name", call.name}, {"arguments", call.arguments}, {"status", "completed"}});
+  }
+  return items;
+}
+
+ojson response_object(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput* c) {
+  ojson r{{"id", meta.id}, {"object", "response"}, {"created_at", meta.created}, {"model", meta.model}};
+  const bool incomplete = c && c->finish && c->finish->reason == FinishReason::kLength && c->tool_calls.empty();
+  r["status"] = !c ? "in_progress" : incomplete ? "incomplete" : "completed";
+  r["error"] = nullptr;
+  r["incomplete_details"] = incomplete ? ojson{{"reason", "max_output_tokens"}} : ojson(nullptr);
+  for (const auto& [key, value] : request.echo.items()) r[key] = value;
+  r["output"] = c ? output_items(meta, *c) : ojson::array();
+  if (c && c->finish) {
+    const int64_t in = c->finish->num_prompt_tokens, out = c->finish->num_generated_tokens;
+    r["usage"] = {{"input_tokens", in},
+                  {"input_tokens_details", {{"cached_tokens", c->finish->num_cached_prompt_tokens}}},
+                  {"output_tokens", out},
+                  {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                  {"total_tokens", in + out}};
+  } else {
+    r["usage"] = nullptr;
+  }
+  return r;
+}
+
+}  // namespace
+
+void ResponseStore::put(const std::string& id, ojson messages) {
+  const size_t bytes = dump(messages).size() + id.size();
+  if (bytes > kMaxStoredBytes) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.push_back(Entry{id, std::move(messages), bytes});
+  by_id_[id] = std::prev(entries_.end());
+  bytes_ += bytes;
+  while (entries_.size() > kMaxStoredResponses || bytes_ > kMaxStoredBytes) {
+    bytes_ -= entries_.front().bytes;
+    by_id_.erase(entries_.front().id);
+    entries_.pop_front();
+  }
+}
+
+std::optional<ojson> ResponseStore::get(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = by_id_.find(id);
+  if (it == by_id_.end()) return std::nullopt;
+  return it->second->messages;
+}
+
+OptError responses_to_chat(std::string_view body, const ResponseStore& store, ojson& chat, ResponsesRequest& out) {
+  ojson j = ojson::parse(body, nullptr, false);
+  if (!j.is_object()) return bad("", "the request body is not a JSON object");
+  chat = ojson::object();
+  if (j.contains("model")) chat["model"] = j["model"];
+  ojson messages = ojson::array();
+  if (const auto instructions = j.find("instructions"); instructions != j.end() && !instructions->is_null()) {
+    if (!instructions->is_string()) return bad("instructions", "instructions must be a string");
+    messages.push_back({{"role", "system"}, {"content", *instructions}});
+  }
+  if (const auto previous = j.find("previous_response_id"); previous != j.end() && !previous->is_null()) {
+    if (!previous->is_string()) return bad("previous_response_id", "previous_response_id must be a string");
+    std::optional<ojson> earlier = store.get(previous->get<std::string>());
+    if (!earlier) return bad("previous_response_id", "no stored response '" + previous->get<std::string>() + "'");
+    for (ojson& m : *earlier)
+      if (m.value("role", "") != "system") messages.push_back(std::move(m));  // instructions do not carry over
+  }
+  const auto input = j.find("input");
+  if (input == j.end() || input->is_null()) return bad("input", "input is required");
+  if (input->is_string()) {
+    messages.push_back({{"role", "user"}, {"content", *input}});
+  } else if (input->is_array()) {
+    for (size_t i = 0; i < input->size(); ++i)
+      if (OptError e = add_item((*input)[i], i, messages)) return e;
+  } else {
+    return bad("input", "input must be a string or a list of items");
+  }
+  if (OptError e = convert_options(j, chat)) return e;
+  chat["messages"] = messages;
+  out.messages = std::move(messages);
+  out.stream = j.value("stream", false);
+  out.store = j.value("store", true);
+  out.echo = ojson{{"instructions", j.value("instructions", ojson(nullptr))},
+                   {"max_output_tokens", j.value("max_output_tokens", ojson(nullptr))},
+                   {"parallel_tool_calls", j.value("parallel_tool_calls", true)},
+                   {"previous_response_id", j.value("previous_response_id", ojson(nullptr))},
+                   {"temperature", j.value("temperature", ojson(1.0))},
+                   {"top_p", j.value("top_p", ojson(1.0))},
+                   {"tool_choice", j.value("tool_choice", ojson("auto"))},
+                   {"tools", j.value("tools", ojson::array())},
+                   {"text", j.value("text", ojson{{"format", {{"type", "text"}}}})},
+                   {"truncation", "disabled"},
+                   {"store", out.store},
+                   {"metadata", j.value("metadata", ojson::object())}};
+  return std::nullopt;
+}
+
+std::string response_body(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput& c,
+                          ojson* conversation) {
+  if (conversation) {
+    *conversation = request.messages;
+    ojson turn{{"role", "assistant"}, {"content", c.text}};
+    for (const ToolCall& call : c.tool_calls) {
+      if (!turn.contains("tool_calls")) turn["tool_calls"] = ojson::array();
+      turn["tool_calls"].push_back(
+          {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    conversation->push_back(std::move(turn));
+  }
+  return dump(response_object(meta, request, &c));
+}
+
+std::string response_events(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput& c) {
+  std::string out;
+  int64_t sequence = 0;
+  auto event = [&](const char* type, ojson data) {
+    data = merged(ojson{{"type", type}, {"sequence_number", sequence++}}, data);
+    out += str_cat("event: ", type, "\ndata: ", dump(data), "\n\n");
+  };
+  event("response.created", {{"response", response_object(meta, request, nullptr)}});
+  event("response.in_progress", {{"response", response_object(meta, request, nullptr)}});
+  const ojson items = output_items(meta, c);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ojson& item = items[i];
+    ojson started = item;
+    started["status"] = "in_progress";
+    if (item["type"] == "message") {
+      started["content"] = ojson::array();
+      event("response.output_item.added", {{"output_index", i}, {"item", started}});
+      const ojson part = item["content"][0];
+      ojson empty = part;
+      empty["text"] = "";
+      const ojson at{{"item_id", item["id"]}, {"output_index", i}, {"content_index", 0}};
+      event("response.content_part.added", merged(at, {{"part", empty}}));
+      event("response.output_text.delta", merged(at, {{"delta", part["text"]}}));
+      event("response.output_text.done", merged(at, {{"text", part["text"]}}));
+      event("response.content_part.done", merged(at, {{"part", part}}));
+    } else {
+      started["arguments"] = "";
+      event("response.output_item.added", {{"output_index", i}, {"item", started}});
+      const ojson at{{"item_id", item["id"]}, {"output_index", i}};
+      event("response.function_call_arguments.delta", merged(at, {{"delta", item["arguments"]}}));
+      event("response.function_call_arguments.done", merged(at, {{"arguments", item["arguments"]}}));
+    }
+    event("response.output_item.done", {{"output_index", i}, {"item", item}});
+  }
+  const bool incomplete = c.finish && c.finish->reason == FinishReason::kLength && c.tool_calls.empty();
+  event(incomplete ? "response.incomplete" : "response.completed", {{"response", response_object(meta, request, &c)}});
+  return out;
+}
+
+}  // namespace zl::server

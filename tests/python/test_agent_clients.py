@@ -1,0 +1,74 @@
+"""The client libraries agents are built with, pointed at `zerolayer serve`:
+langchain-openai (bind_tools, with_structured_output) and instructor (TOOLS
+and JSON_SCHEMA modes), on dummy:tiny-4k (random weights) with Qwen 2.5's
+chat template. Where the grammar guarantees the form (a required or named
+tool call, a JSON schema), random weights suffice: every answer parses into
+the library's objects.
+"""
+
+from typing import Annotated, List, Literal
+
+import pytest
+
+from test_http_server import MODEL, SHARED, Server
+
+pydantic = pytest.importorskip("pydantic")
+
+TEMPLATE = SHARED / "tokenizers" / "chat-templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
+
+
+class Pet(pydantic.BaseModel):
+    """A pet."""
+    kind: Literal["cat", "dog"]
+    name: Annotated[str, pydantic.Field(pattern=r"^[a-z]{1,6}$")]
+    age: Annotated[int, pydantic.Field(ge=0, le=30)]
+    toys: Annotated[List[Literal["ball", "rope"]], pydantic.Field(max_length=3)]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not TEMPLATE.is_file():
+        pytest.skip(f"{TEMPLATE} is missing")
+    s = Server("--model", "dummy:tiny-4k", "--served-model-name", MODEL, "--max-num-seqs", "16",
+               "--kv-cache-memory", "64M", "--chat-template", str(TEMPLATE))
+    yield s
+    assert s.stop() == 0
+
+
+def base_url(server):
+    return f"http://127.0.0.1:{server.port}/v1"
+
+
+def test_langchain_bind_tools(server):
+    langchain_openai = pytest.importorskip("langchain_openai")
+
+    def get_weather(city: Annotated[str, pydantic.Field(pattern=r"^[a-z]{1,8}$")], days: int) -> str:
+        """Weather forecast for a city."""
+        return "sunny"
+
+    llm = langchain_openai.ChatOpenAI(model=MODEL, base_url=base_url(server), api_key=server.api_key,
+                                      max_tokens=300, temperature=1.0, seed=3, max_retries=0)
+    message = llm.bind_tools([get_weather], tool_choice="required").invoke("Weather in Paris for 2 days?")
+    assert message.tool_calls, message
+    for call in message.tool_calls:
+        assert call["name"] == "get_weather" and call["id"].startswith("call_")
+        assert set(call["args"]) <= {"city", "days"} and isinstance(call["args"]["city"], str)
+
+
+@pytest.mark.parametrize("method", ["json_schema", "function_calling"])
+def test_langchain_with_structured_output(server, method):
+    langchain_openai = pytest.importorskip("langchain_openai")
+    llm = langchain_openai.ChatOpenAI(model=MODEL, base_url=base_url(server), api_key=server.api_key,
+                                      max_tokens=300, temperature=1.0, seed=4, max_retries=0)
+    pet = llm.with_structured_output(Pet, method=method).invoke("Describe a pet.")
+    assert isinstance(pet, Pet)
+
+
+@pytest.mark.parametrize("mode", ["TOOLS", "JSON_SCHEMA"])
+def test_instructor(server, mode):
+    instructor = pytest.importorskip("instructor")
+    client = instructor.from_openai(server.client(), mode=getattr(instructor.Mode, mode))
+    pet = client.chat.completions.create(model=MODEL, response_model=Pet, max_retries=0, max_tokens=300,
+                                         temperature=1.0, seed=5,
+                                         messages=[{"role": "user", "content": "Describe a pet."}])
+    assert isinstance(pet, Pet)
