@@ -10,27 +10,20 @@ namespace {
 using ojson = nlohmann::ordered_json;
 using OptError = std::optional<ApiError>;
 
-ApiError bad(std::string param, std::string message) {
-  ApiError e;
-  e.message = std::move(message);
-  e.param = std::move(param);
-  return e;
-}
-
 // Each tool {"type": "function", "function": {"name": non-empty, "parameters": object?}}.
 OptError check_tools(const ojson& tools) {
   for (size_t i = 0; i < tools.size(); ++i) {
     const ojson& tool = tools[i];
     const std::string at = str_cat("tools[", i, "]");
-    if (tool.value("type", "") != "function") return bad("tools", at + ".type must be \"function\"");
+    if (tool.value("type", "") != "function") return bad_request("tools", at + ".type must be \"function\"");
     const auto function = tool.find("function");
-    if (function == tool.end() || !function->is_object()) return bad("tools", at + ".function must be an object");
+    if (function == tool.end() || !function->is_object()) return bad_request("tools", at + ".function must be an object");
     const auto name = function->find("name");
     if (name == function->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
-      return bad("tools", at + ".function.name must be a non-empty string");
+      return bad_request("tools", at + ".function.name must be a non-empty string");
     const auto params = function->find("parameters");
     if (params != function->end() && !params->is_null() && !params->is_object())
-      return bad("tools", at + ".function.parameters must be a JSON schema (an object)");
+      return bad_request("tools", at + ".function.parameters must be a JSON schema (an object)");
   }
   return std::nullopt;
 }
@@ -47,7 +40,7 @@ OptError normalize_tool_calls(ojson& message, size_t i) {
   const auto calls = message.find("tool_calls");
   if (calls == message.end() || calls->is_null()) return std::nullopt;
   const std::string where = str_cat("messages[", i, "].tool_calls");
-  if (!calls->is_array()) return bad("messages", where + " must be a list");
+  if (!calls->is_array()) return bad_request("messages", where + " must be a list");
   // OpenAI's clients send content null beside tool_calls; templates read it
   // as a string (Qwen3's: '</think>' in message.content).
   if (!message.contains("content") || message["content"].is_null()) message["content"] = "";
@@ -55,7 +48,7 @@ OptError normalize_tool_calls(ojson& message, size_t i) {
     ojson& call = (*calls)[k];
     const auto function = call.find("function");
     if (!call.is_object() || function == call.end() || !function->is_object() || !function->contains("name"))
-      return bad("messages", str_cat(where, "[", k, "] must be {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}"));
+      return bad_request("messages", str_cat(where, "[", k, "] must be {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}"));
     const auto args = function->find("arguments");
     if (args == function->end() || !args->is_string()) continue;
     ojson parsed = ojson::parse(args->get_ref<const std::string&>(), nullptr, false);
@@ -73,28 +66,28 @@ OptError read_tool_choice(const ojson& body, const ChatSettings& chat, Completio
     if (choice->is_string()) {
       mode = choice->get<std::string>();
       if (mode != "none" && mode != "auto" && mode != "required")
-        return bad("tool_choice", "tool_choice '" + mode + "' is unknown; use none, auto, required or a function");
+        return bad_request("tool_choice", "tool_choice '" + mode + "' is unknown; use none, auto, required or a function");
     } else {
       const auto function = choice->find("function");
       if (choice->value("type", "") != "function" || function == choice->end() || !function->is_object() ||
           !function->contains("name") || !(*function)["name"].is_string())
-        return bad("tool_choice", "tool_choice must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        return bad_request("tool_choice", "tool_choice must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
       mode = "function";
       only = (*function)["name"].get<std::string>();
-      if (!has_tool(tools, only)) return bad("tool_choice", "tool_choice names '" + only + "', which is not among the tools");
+      if (!has_tool(tools, only)) return bad_request("tool_choice", "tool_choice names '" + only + "', which is not among the tools");
     }
-    if (mode != "none" && tools.empty()) return bad("tool_choice", "tool_choice '" + mode + "' needs tools");
+    if (mode != "none" && tools.empty()) return bad_request("tool_choice", "tool_choice '" + mode + "' needs tools");
   }
   if (mode == "none") return std::nullopt;
   if (!chat.tool_format) {
     if (mode == "auto") return std::nullopt;  // the template sees the tools; the output stays text
-    return bad("tool_choice", "tool_choice '" + mode + "' needs a tool-call syntax, and this chat template has none "
+    return bad_request("tool_choice", "tool_choice '" + mode + "' needs a tool-call syntax, and this chat template has none "
                               "this server knows; start it with --tool-call-parser (" + tool_call_format_names() + ")");
   }
   out.tool_format = chat.tool_format;
   if (mode == "auto") return std::nullopt;
   if (out.structured_output.kind != StructuredOutput::Kind::kNone)
-    return bad("tool_choice", "tool_choice '" + mode + "' and " + out.structured_output.field +
+    return bad_request("tool_choice", "tool_choice '" + mode + "' and " + out.structured_output.field +
                                   " both constrain the output; send one");
   out.structured_output.kind = StructuredOutput::Kind::kStructuralTag;
   out.structured_output.field = "tool_choice";

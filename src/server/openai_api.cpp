@@ -16,14 +16,6 @@ namespace {
 using nlohmann::json;
 using OptError = std::optional<ApiError>;
 
-ApiError bad(std::string param, std::string message, std::string code = "") {
-  ApiError e;
-  e.message = std::move(message);
-  e.param = std::move(param);
-  e.code = std::move(code);
-  return e;
-}
-
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // The last object key before byte `pos`: a parse error (NaN, Infinity,
@@ -58,7 +50,7 @@ OptError check_depth(std::string_view body) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return bad("", str_cat("the request body nests deeper than ", kMaxJsonDepth, " levels"));
+      if (++depth > kMaxJsonDepth) return bad_request("", str_cat("the request body nests deeper than ", kMaxJsonDepth, " levels"));
     } else if (c == ']' || c == '}') {
       --depth;
     }
@@ -75,12 +67,12 @@ OptError parse_object(std::string_view body, json& out) {
     size_t bracket = what.find("] ");
     if (bracket != std::string::npos) what = what.substr(bracket + 2);
     std::string key = key_before(body, e.byte > 0 ? e.byte - 1 : 0);
-    return bad(key, "the request body is not valid JSON" + (key.empty() ? "" : " (in field '" + key + "')") + ": " + what,
+    return bad_request(key, "the request body is not valid JSON" + (key.empty() ? "" : " (in field '" + key + "')") + ": " + what,
                "invalid_json");
   } catch (const std::exception& e) {
-    return bad("", std::string("the request body is not valid JSON: ") + e.what(), "invalid_json");
+    return bad_request("", std::string("the request body is not valid JSON: ") + e.what(), "invalid_json");
   }
-  if (!out.is_object()) return bad("", "the request body must be a JSON object", "invalid_json");
+  if (!out.is_object()) return bad_request("", "the request body must be a JSON object", "invalid_json");
   return std::nullopt;
 }
 
@@ -99,9 +91,9 @@ OptError read_field(const json& j, const RequestField& f, T& out, int64_t contex
   const json* v = find(j, key);
   if (!v) return std::nullopt;
   if (f.integer ? !v->is_number_integer() : !v->is_number())
-    return bad(key, str_cat(key, f.integer ? " must be an integer" : " must be a number"));
+    return bad_request(key, str_cat(key, f.integer ? " must be an integer" : " must be a number"));
   const double x = v->is_number_unsigned() ? static_cast<double>(v->get<uint64_t>()) : v->get<double>();
-  auto named = [&](const Status& s) { return bad(key, alias ? str_cat(key, ": ", s.message()) : s.message()); };
+  auto named = [&](const Status& s) { return bad_request(key, alias ? str_cat(key, ": ", s.message()) : s.message()); };
   if (Status s = check_field(f, x, context); !s.ok()) return named(s);
   out = static_cast<T>(x);
   // A tiny positive value may round to an open bound's 0.
@@ -112,7 +104,7 @@ OptError read_field(const json& j, const RequestField& f, T& out, int64_t contex
 OptError read_bool(const json& j, const char* key, bool& out) {
   const json* v = find(j, key);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) return bad(key, str_cat(key, " must be true or false"));
+  if (!v->is_boolean()) return bad_request(key, str_cat(key, " must be true or false"));
   out = v->get<bool>();
   return std::nullopt;
 }
@@ -120,16 +112,16 @@ OptError read_bool(const json& j, const char* key, bool& out) {
 OptError read_string(const json& j, const char* key, size_t max_bytes, std::string& out) {
   const json* v = find(j, key);
   if (!v) return std::nullopt;
-  if (!v->is_string()) return bad(key, str_cat(key, " must be a string"));
+  if (!v->is_string()) return bad_request(key, str_cat(key, " must be a string"));
   out = v->get<std::string>();
-  if (out.size() > max_bytes) return bad(key, str_cat(key, " is longer than ", max_bytes, " bytes"));
+  if (out.size() > max_bytes) return bad_request(key, str_cat(key, " is longer than ", max_bytes, " bytes"));
   return std::nullopt;
 }
 
 OptError check_prompt_length(size_t num_tokens, const ApiLimits& limits) {
-  if (num_tokens == 0) return bad("prompt", "prompt must not be empty");
+  if (num_tokens == 0) return bad_request("prompt", "prompt must not be empty");
   if (num_tokens >= static_cast<size_t>(limits.max_seq_len))
-    return bad("prompt",
+    return bad_request("prompt",
                str_cat("prompt: ", num_tokens, " tokens do not fit the context of ", limits.max_seq_len,
                        " tokens (max_model_len), which must also hold at least one new token"),
                "context_length_exceeded");
@@ -145,7 +137,7 @@ int64_t prompt_byte_limit(const ApiLimits& limits) {
 OptError check_prompt_bytes(const char* field, size_t num_bytes, const ApiLimits& limits) {
   const int64_t most = prompt_byte_limit(limits);
   if (int64_t(num_bytes) <= most) return std::nullopt;
-  return bad(field,
+  return bad_request(field,
              str_cat(field, ": ", num_bytes, " bytes of text cannot fit the context of ", limits.max_seq_len,
                      " tokens (max_model_len); at most ", most, " bytes are read"),
              "context_length_exceeded");
@@ -155,11 +147,11 @@ OptError read_token_ids(const json& list, const ApiLimits& limits, std::vector<i
   out.reserve(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     const json& v = list[i];
-    if (!v.is_number_integer()) return bad("prompt", str_cat("prompt: token ", i, " is not an integer id"));
+    if (!v.is_number_integer()) return bad_request("prompt", str_cat("prompt: token ", i, " is not an integer id"));
     int64_t id = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
                                         : v.get<int64_t>();
     if (id < 0 || id >= limits.vocab_size)
-      return bad("prompt", str_cat("prompt: token id ", id, " at position ", i, " is out of range [0, ",
+      return bad_request("prompt", str_cat("prompt: token id ", id, " at position ", i, " is out of range [0, ",
                                    limits.vocab_size, ")"));
     out.push_back(static_cast<int32_t>(id));
   }
@@ -171,14 +163,14 @@ OptError add_prompt(const json& p, const Tokenizer& tokenizer, const ApiLimits& 
   std::vector<int32_t> ids;
   if (p.is_string()) {
     const std::string& text = p.get_ref<const std::string&>();
-    if (text.empty()) return bad("prompt", "prompt must not be empty");
+    if (text.empty()) return bad_request("prompt", "prompt must not be empty");
     if (OptError e = check_prompt_bytes("prompt", text.size(), limits)) return e;
     ids = tokenizer.encode(text);
     if (OptError e = check_prompt_length(ids.size(), limits)) return e;
   } else if (p.is_array()) {
     if (OptError e = read_token_ids(p, limits, ids)) return e;
   } else {
-    return bad("prompt", "prompt must be a string, a list of strings, a list of token ids or a list of token id lists");
+    return bad_request("prompt", "prompt must be a string, a list of strings, a list of token ids or a list of token id lists");
   }
   out.push_back(std::move(ids));
   return std::nullopt;
@@ -187,14 +179,14 @@ OptError add_prompt(const json& p, const Tokenizer& tokenizer, const ApiLimits& 
 OptError read_prompts(const json& j, const Tokenizer& tokenizer, const ApiLimits& limits,
                       std::vector<std::vector<int32_t>>& out) {
   const json* p = find(j, "prompt");
-  if (!p) return bad("prompt", "prompt is required");
+  if (!p) return bad_request("prompt", "prompt is required");
   if (!p->is_array() || (!p->empty() && (*p)[0].is_number())) return add_prompt(*p, tokenizer, limits, out);
-  if (p->empty()) return bad("prompt", "prompt must not be empty");
+  if (p->empty()) return bad_request("prompt", "prompt must not be empty");
   if (p->size() > static_cast<size_t>(limits.max_choices))
-    return bad("prompt", str_cat("prompt may hold at most ", limits.max_choices, " prompts, got ", p->size()));
+    return bad_request("prompt", str_cat("prompt may hold at most ", limits.max_choices, " prompts, got ", p->size()));
   for (const json& item : *p) {
     if (!item.is_string() && !item.is_array())
-      return bad("prompt", "prompt must be a string, a list of strings, a list of token ids or a list of token id lists");
+      return bad_request("prompt", "prompt must be a string, a list of strings, a list of token ids or a list of token id lists");
     if (OptError e = add_prompt(item, tokenizer, limits, out)) return e;
   }
   return std::nullopt;
@@ -203,14 +195,14 @@ OptError read_prompts(const json& j, const Tokenizer& tokenizer, const ApiLimits
 OptError read_stop(const json& j, const ApiLimits& limits, std::vector<std::string>& out) {
   const json* v = find(j, "stop");
   if (!v) return std::nullopt;
-  if (!v->is_string() && !v->is_array()) return bad("stop", "stop must be a string or a list of strings");
+  if (!v->is_string() && !v->is_array()) return bad_request("stop", "stop must be a string or a list of strings");
   if (v->is_array() && v->size() > static_cast<size_t>(limits.max_stop_strings))
-    return bad("stop", str_cat("stop may hold at most ", limits.max_stop_strings, " strings, got ", v->size()));
+    return bad_request("stop", str_cat("stop may hold at most ", limits.max_stop_strings, " strings, got ", v->size()));
   auto add = [&](const json& s) -> OptError {
-    if (!s.is_string()) return bad("stop", "stop must be a string or a list of strings");
+    if (!s.is_string()) return bad_request("stop", "stop must be a string or a list of strings");
     const std::string& text = s.get_ref<const std::string&>();
     if (text.size() > static_cast<size_t>(limits.max_stop_bytes))
-      return bad("stop", str_cat("stop strings may be at most ", limits.max_stop_bytes, " bytes"));
+      return bad_request("stop", str_cat("stop strings may be at most ", limits.max_stop_bytes, " bytes"));
     if (!text.empty()) out.push_back(text);
     return std::nullopt;
   };
@@ -230,7 +222,7 @@ OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest
   if (OptError e = read_field(j, field::kFrequencyPenalty, s.frequency_penalty)) return e;
   if (OptError e = read_field(j, field::kRepetitionPenalty, s.repetition_penalty)) return e;
   if (const json* seed = find(j, "seed")) {
-    if (!seed->is_number_integer()) return bad("seed", "seed must be an integer");
+    if (!seed->is_number_integer()) return bad_request("seed", "seed must be an integer");
     s.has_seed = true;
     s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
   }
@@ -246,17 +238,17 @@ OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest
 // rather than being silently ignored.
 OptError reject_unsupported(const json& j, int32_t n) {
   if (const json* echo = find(j, "echo")) {
-    if (!echo->is_boolean()) return bad("echo", "echo must be true or false");
-    if (echo->get<bool>()) return bad("echo", "echo=true is not supported; send echo=false or leave it out");
+    if (!echo->is_boolean()) return bad_request("echo", "echo must be true or false");
+    if (echo->get<bool>()) return bad_request("echo", "echo=true is not supported; send echo=false or leave it out");
   }
   if (const json* best_of = find(j, "best_of"))
     if (!best_of->is_number_integer() || best_of->get<int64_t>() != n)
-      return bad("best_of", "best_of is not supported (only best_of == n)");
+      return bad_request("best_of", "best_of is not supported (only best_of == n)");
   if (const json* suffix = find(j, "suffix"))
     if (!suffix->is_string() || !suffix->get_ref<const std::string&>().empty())
-      return bad("suffix", "suffix is not supported");
+      return bad_request("suffix", "suffix is not supported");
   if (const json* bias = find(j, "logit_bias"))
-    if (!bias->is_object() || !bias->empty()) return bad("logit_bias", "logit_bias is not supported");
+    if (!bias->is_object() || !bias->empty()) return bad_request("logit_bias", "logit_bias is not supported");
   return std::nullopt;
 }
 
@@ -264,10 +256,10 @@ OptError read_stream(const json& j, CompletionRequest& out) {
   if (OptError e = read_bool(j, "stream", out.stream)) return e;
   const json* options = find(j, "stream_options");
   if (!options) return std::nullopt;
-  if (!options->is_object()) return bad("stream_options", "stream_options must be an object");
-  if (!out.stream) return bad("stream_options", "stream_options is only allowed with stream=true");
+  if (!options->is_object()) return bad_request("stream_options", "stream_options must be an object");
+  if (!out.stream) return bad_request("stream_options", "stream_options is only allowed with stream=true");
   if (const json* usage = find(*options, "include_usage")) {
-    if (!usage->is_boolean()) return bad("stream_options.include_usage", "stream_options.include_usage must be true or false");
+    if (!usage->is_boolean()) return bad_request("stream_options.include_usage", "stream_options.include_usage must be true or false");
     out.include_usage = usage->get<bool>();
   }
   return std::nullopt;
@@ -296,13 +288,13 @@ OptError parse_fields(const json& j, const Tokenizer& tokenizer, const ApiLimits
   // The prompt last: tokenizing is the expensive part, done once the cheap checks passed.
   if (OptError e = read_prompts(j, tokenizer, limits, out.prompts)) return e;
   if (out.prompts.size() * static_cast<size_t>(out.n) > static_cast<size_t>(limits.max_choices))
-    return bad("n", str_cat("prompts x n must be at most ", limits.max_choices));
+    return bad_request("n", str_cat("prompts x n must be at most ", limits.max_choices));
   return std::nullopt;
 }
 
 using ojson = nlohmann::ordered_json;
 
-OptError bad_message(std::string message) { return bad("messages", std::move(message)); }
+OptError bad_message(std::string message) { return bad_request("messages", std::move(message)); }
 
 // One message's content: a string, null (an assistant turn with tool_calls),
 // or a list of {"type": "text", "text": ...} parts, joined with "\n".
@@ -354,26 +346,26 @@ OptError read_chat(const ojson& j, const ChatSettings& chat, ojson& messages, Ch
     messages.push_back(std::move(message));
   }
   if (auto tools = j.find("tools"); tools != j.end() && !tools->is_null()) {
-    if (!tools->is_array()) return bad("tools", "tools must be a list of tool definitions");
+    if (!tools->is_array()) return bad_request("tools", "tools must be a list of tool definitions");
     for (const ojson& tool : *tools)
-      if (!tool.is_object()) return bad("tools", "tools must be a list of objects");
+      if (!tool.is_object()) return bad_request("tools", "tools must be a list of objects");
     if (!tools->empty()) options.tools = *tools;
   }
   if (auto kwargs = j.find("chat_template_kwargs"); kwargs != j.end() && !kwargs->is_null()) {
-    if (!kwargs->is_object()) return bad("chat_template_kwargs", "chat_template_kwargs must be an object");
+    if (!kwargs->is_object()) return bad_request("chat_template_kwargs", "chat_template_kwargs must be an object");
     options.extra = *kwargs;
   }
   if (auto choice = j.find("tool_choice"); choice != j.end() && !choice->is_null()) {
     if (!choice->is_string() && !choice->is_object())
-      return bad("tool_choice", "tool_choice must be a string or an object");
+      return bad_request("tool_choice", "tool_choice must be a string or an object");
     options.extra["tool_choice"] = *choice;
   }
   if (auto add = j.find("add_generation_prompt"); add != j.end() && !add->is_null()) {
-    if (!add->is_boolean()) return bad("add_generation_prompt", "add_generation_prompt must be true or false");
+    if (!add->is_boolean()) return bad_request("add_generation_prompt", "add_generation_prompt must be true or false");
     options.add_generation_prompt = add->get<bool>();
   }
   if (!chat.loaded.chat_template)
-    return bad("", chat.missing_message.empty() ? "the model has no chat template" : chat.missing_message,
+    return bad_request("", chat.missing_message.empty() ? "the model has no chat template" : chat.missing_message,
                "chat_template_missing");
   return std::nullopt;
 }
@@ -382,7 +374,7 @@ OptError parse_ordered(std::string_view body, ojson& out) {
   try {
     out = ojson::parse(body.begin(), body.end());
   } catch (const std::exception& e) {
-    return bad("", std::string("the request body is not valid JSON: ") + e.what(), "invalid_json");
+    return bad_request("", std::string("the request body is not valid JSON: ") + e.what(), "invalid_json");
   }
   return std::nullopt;
 }
@@ -392,16 +384,16 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   out.chat = true;
   // Chat's logprobs is a boolean (with top_logprobs), not completions' count.
   if (const json* logprobs = find(j, "logprobs")) {
-    if (!logprobs->is_boolean()) return bad("logprobs", "logprobs must be true or false");
-    if (logprobs->get<bool>()) return bad("logprobs", "logprobs is not supported on /v1/chat/completions yet");
+    if (!logprobs->is_boolean()) return bad_request("logprobs", "logprobs must be true or false");
+    if (logprobs->get<bool>()) return bad_request("logprobs", "logprobs is not supported on /v1/chat/completions yet");
     j.erase("logprobs");
   }
-  if (find(j, "top_logprobs")) return bad("top_logprobs", "top_logprobs is not supported on /v1/chat/completions yet");
+  if (find(j, "top_logprobs")) return bad_request("top_logprobs", "top_logprobs is not supported on /v1/chat/completions yet");
   bool has_max = find(j, "max_tokens") || find(j, "max_completion_tokens");
   if (OptError e = parse_common_fields(j, limits, out)) return e;
   if (OptError e = read_field(j, field::kMaxTokens, out.max_tokens, limits.max_seq_len, "max_completion_tokens"))
     return e;
-  if (out.n > limits.max_choices) return bad("n", str_cat("n must be at most ", limits.max_choices));
+  if (out.n > limits.max_choices) return bad_request("n", str_cat("n must be at most ", limits.max_choices));
   ojson ordered;  // tool schemas keep their key order for the template's tojson
   if (OptError e = parse_ordered(body, ordered)) return e;
   ojson messages;
@@ -412,12 +404,12 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
       render_chat_prompt(chat.loaded, tokenizer, messages, options, size_t(prompt_byte_limit(limits)));
   if (!prompt.ok()) {
     const Status& s = prompt.status();
-    if (s.code() == StatusCode::kOutOfRange) return bad("messages", s.message(), "context_length_exceeded");
+    if (s.code() == StatusCode::kOutOfRange) return bad_request("messages", s.message(), "context_length_exceeded");
     return bad_message(s.message());
   }
   std::vector<int32_t>& ids = prompt->ids;
   if (ids.size() >= static_cast<size_t>(limits.max_seq_len))
-    return bad("messages",
+    return bad_request("messages",
                str_cat("messages: ", ids.size(), " prompt tokens do not fit the context of ", limits.max_seq_len,
                        " tokens (max_model_len), which must also hold at least one new token"),
                "context_length_exceeded");
@@ -522,6 +514,14 @@ json head_json(const ResponseMeta& meta) {
 
 }  // namespace
 
+ApiError bad_request(std::string param, std::string message, std::string code) {
+  ApiError e;
+  e.message = std::move(message);
+  e.param = std::move(param);
+  e.code = std::move(code);
+  return e;
+}
+
 std::optional<ApiError> parse_completion_request(std::string_view body, const Tokenizer& tokenizer,
                                                  const ApiLimits& limits, CompletionRequest& out) {
   json j;
@@ -529,7 +529,7 @@ std::optional<ApiError> parse_completion_request(std::string_view body, const To
   try {
     return parse_fields(j, tokenizer, limits, out);
   } catch (const std::exception& e) {  // a type slip in a helper must not cross the module boundary
-    return bad("", std::string("invalid request: ") + e.what());
+    return bad_request("", std::string("invalid request: ") + e.what());
   }
 }
 
@@ -540,7 +540,7 @@ std::optional<ApiError> parse_chat_request(std::string_view body, const Tokenize
   try {
     return parse_chat_fields(body, j, tokenizer, limits, chat, out, rendered);
   } catch (const std::exception& e) {
-    return bad("", std::string("invalid request: ") + e.what());
+    return bad_request("", std::string("invalid request: ") + e.what());
   }
 }
 
@@ -557,7 +557,7 @@ std::optional<ApiError> apply_template_body(std::string_view body, const ChatSet
     out = dump(json{{"prompt", *text}});
     return std::nullopt;
   } catch (const std::exception& e) {
-    return bad("", std::string("invalid request: ") + e.what());
+    return bad_request("", std::string("invalid request: ") + e.what());
   }
 }
 
@@ -586,19 +586,19 @@ ApiError submit_error(const Status& status) {
   if (param == "the" || param == "request") param = "";
   switch (status.code()) {
     case StatusCode::kOutOfRange:
-      return bad(param.empty() ? "prompt" : param, m, "context_length_exceeded");
+      return bad_request(param.empty() ? "prompt" : param, m, "context_length_exceeded");
     case StatusCode::kResourceExhausted:
       if (m.find("waiting queue") != std::string::npos) {
-        ApiError e = bad("", m, "queue_full");
+        ApiError e = bad_request("", m, "queue_full");
         e.http_status = 503;
         e.type = "server_error";
         return e;
       }
-      return bad("max_tokens", m, "kv_cache_exceeded");
+      return bad_request("max_tokens", m, "kv_cache_exceeded");
     case StatusCode::kInvalidArgument:
-      return bad(param, m);
+      return bad_request(param, m);
     default: {
-      ApiError e = bad("", m);
+      ApiError e = bad_request("", m);
       e.http_status = 500;
       e.type = "server_error";
       return e;
@@ -675,8 +675,8 @@ std::optional<ApiError> tokenize_body(std::string_view body, const Tokenizer& to
   json j;
   if (OptError e = parse_object(body, j)) return e;
   const json* prompt = find(j, "prompt");
-  if (!prompt) return bad("prompt", "prompt is required");
-  if (!prompt->is_string()) return bad("prompt", "prompt must be a string");
+  if (!prompt) return bad_request("prompt", "prompt is required");
+  if (!prompt->is_string()) return bad_request("prompt", "prompt must be a string");
   bool add_special = true;
   if (OptError e = read_bool(j, "add_special_tokens", add_special)) return e;
   std::vector<int32_t> ids = tokenizer.encode(prompt->get_ref<const std::string&>(), add_special);
@@ -689,16 +689,16 @@ std::optional<ApiError> detokenize_body(std::string_view body, const Tokenizer& 
   json j;
   if (OptError e = parse_object(body, j)) return e;
   const json* tokens = find(j, "tokens");
-  if (!tokens) return bad("tokens", "tokens is required");
-  if (!tokens->is_array()) return bad("tokens", "tokens must be a list of token ids");
+  if (!tokens) return bad_request("tokens", "tokens is required");
+  if (!tokens->is_array()) return bad_request("tokens", "tokens must be a list of token ids");
   std::vector<int32_t> ids;
   for (size_t i = 0; i < tokens->size(); ++i) {
     const json& v = (*tokens)[i];
-    if (!v.is_number_integer()) return bad("tokens", str_cat("tokens: item ", i, " is not an integer id"));
+    if (!v.is_number_integer()) return bad_request("tokens", str_cat("tokens: item ", i, " is not an integer id"));
     int64_t id = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
                                         : v.get<int64_t>();
     if (id < 0 || id >= limits.vocab_size)
-      return bad("tokens", str_cat("tokens: token id ", id, " is out of range [0, ", limits.vocab_size, ")"));
+      return bad_request("tokens", str_cat("tokens: token id ", id, " is out of range [0, ", limits.vocab_size, ")"));
     ids.push_back(static_cast<int32_t>(id));
   }
   out = dump(json{{"prompt", tokenizer.decode(ids, false)}});

@@ -37,6 +37,9 @@ struct ApiError {
   std::string code;   // "" is sent as null
 };
 
+// A 400 invalid_request_error naming `param`, the shape every parser here answers with.
+ApiError bad_request(std::string param, std::string message, std::string code = "");
+
 // What validation needs to know about the served model.
 struct ApiLimits {
   int32_t vocab_size = 0;

@@ -8,13 +8,6 @@ namespace {
 using ojson = nlohmann::ordered_json;
 using OptError = std::optional<ApiError>;
 
-ApiError bad(std::string param, std::string message) {
-  ApiError e;
-  e.message = std::move(message);
-  e.param = std::move(param);
-  return e;
-}
-
 std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
 ojson merged(ojson a, const ojson& b) {
@@ -29,14 +22,14 @@ OptError content_text(const ojson& content, const std::string& at, std::string& 
     out = content.get<std::string>();
     return std::nullopt;
   }
-  if (!content.is_array()) return bad("input", at + ".content must be a string or a list of text parts");
+  if (!content.is_array()) return bad_request("input", at + ".content must be a string or a list of text parts");
   out.clear();
   for (size_t k = 0; k < content.size(); ++k) {
     const ojson& part = content[k];
     const std::string type = part.is_object() ? part.value("type", "") : "";
     if ((type != "input_text" && type != "output_text" && type != "text") || !part.contains("text") ||
         !part["text"].is_string())
-      return bad("input", str_cat(at, ".content[", k, "] must be {\"type\": \"input_text\", \"text\": ...}"));
+      return bad_request("input", str_cat(at, ".content[", k, "] must be {\"type\": \"input_text\", \"text\": ...}"));
     if (k > 0) out += "\n";
     out += part["text"].get<std::string>();
   }
@@ -47,13 +40,13 @@ OptError content_text(const ojson& content, const std::string& at, std::string& 
 // one assistant message, as chat templates expect them.
 OptError add_item(const ojson& item, size_t i, ojson& messages) {
   const std::string at = str_cat("input[", i, "]");
-  if (!item.is_object()) return bad("input", at + " must be an object");
+  if (!item.is_object()) return bad_request("input", at + " must be an object");
   const std::string type = item.value("type", item.contains("role") ? "message" : "");
   if (type == "message") {
     std::string role = item.value("role", "");
     if (role == "developer") role = "system";
     if (role != "user" && role != "system" && role != "assistant")
-      return bad("input", at + ".role must be user, system, developer or assistant");
+      return bad_request("input", at + ".role must be user, system, developer or assistant");
     std::string text;
     if (OptError e = content_text(item.contains("content") ? item["content"] : ojson(""), at, text)) return e;
     messages.push_back({{"role", role}, {"content", text}});
@@ -61,7 +54,7 @@ OptError add_item(const ojson& item, size_t i, ojson& messages) {
   }
   if (type == "function_call") {
     if (!item.contains("call_id") || !item["call_id"].is_string() || !item.contains("name") || !item["name"].is_string())
-      return bad("input", at + " (a function_call) needs call_id and name");
+      return bad_request("input", at + " (a function_call) needs call_id and name");
     ojson call{{"id", item["call_id"]},
                {"type", "function"},
                {"function", {{"name", item["name"]}, {"arguments", item.value("arguments", "{}")}}}};
@@ -72,24 +65,24 @@ OptError add_item(const ojson& item, size_t i, ojson& messages) {
   }
   if (type == "function_call_output") {
     if (!item.contains("call_id") || !item["call_id"].is_string())
-      return bad("input", at + " (a function_call_output) needs call_id");
+      return bad_request("input", at + " (a function_call_output) needs call_id");
     std::string text;
     if (OptError e = content_text(item.contains("output") ? item["output"] : ojson(""), at, text)) return e;
     messages.push_back({{"role", "tool"}, {"tool_call_id", item["call_id"]}, {"content", text}});
     return std::nullopt;
   }
   if (type == "reasoning") return std::nullopt;  // a reasoning model's summary: nothing to render
-  return bad("input", at + ".type '" + type + "' is not supported; use message, function_call or function_call_output");
+  return bad_request("input", at + ".type '" + type + "' is not supported; use message, function_call or function_call_output");
 }
 
 // Responses' function tools {"type": "function", "name", "parameters", ...} as chat's.
 OptError convert_tools(const ojson& tools, ojson& out) {
-  if (!tools.is_array()) return bad("tools", "tools must be a list");
+  if (!tools.is_array()) return bad_request("tools", "tools must be a list");
   out = ojson::array();
   for (size_t i = 0; i < tools.size(); ++i) {
     const ojson& tool = tools[i];
     if (!tool.is_object() || tool.value("type", "") != "function")
-      return bad("tools", str_cat("tools[", i, "].type must be \"function\" (the only tools served)"));
+      return bad_request("tools", str_cat("tools[", i, "].type must be \"function\" (the only tools served)"));
     ojson function{{"name", tool.value("name", "")}};
     if (tool.contains("description")) function["description"] = tool["description"];
     if (tool.contains("parameters") && !tool["parameters"].is_null()) function["parameters"] = tool["parameters"];
@@ -123,7 +116,7 @@ OptError convert_options(const ojson& j, ojson& chat) {
     } else if (type == "json_object" || type == "text") {
       chat["response_format"] = {{"type", type}};
     } else {
-      return bad("text.format", "text.format.type must be text, json_object or json_schema");
+      return bad_request("text.format", "text.format.type must be text, json_object or json_schema");
     }
   }
   return std::nullopt;
@@ -193,30 +186,30 @@ std::optional<ojson> ResponseStore::get(const std::string& id) const {
 
 OptError responses_to_chat(std::string_view body, const ResponseStore& store, ojson& chat, ResponsesRequest& out) {
   ojson j = ojson::parse(body, nullptr, false);
-  if (!j.is_object()) return bad("", "the request body is not a JSON object");
+  if (!j.is_object()) return bad_request("", "the request body is not a JSON object");
   chat = ojson::object();
   if (j.contains("model")) chat["model"] = j["model"];
   ojson messages = ojson::array();
   if (const auto instructions = j.find("instructions"); instructions != j.end() && !instructions->is_null()) {
-    if (!instructions->is_string()) return bad("instructions", "instructions must be a string");
+    if (!instructions->is_string()) return bad_request("instructions", "instructions must be a string");
     messages.push_back({{"role", "system"}, {"content", *instructions}});
   }
   if (const auto previous = j.find("previous_response_id"); previous != j.end() && !previous->is_null()) {
-    if (!previous->is_string()) return bad("previous_response_id", "previous_response_id must be a string");
+    if (!previous->is_string()) return bad_request("previous_response_id", "previous_response_id must be a string");
     std::optional<ojson> earlier = store.get(previous->get<std::string>());
-    if (!earlier) return bad("previous_response_id", "no stored response '" + previous->get<std::string>() + "'");
+    if (!earlier) return bad_request("previous_response_id", "no stored response '" + previous->get<std::string>() + "'");
     for (ojson& m : *earlier)
       if (m.value("role", "") != "system") messages.push_back(std::move(m));  // instructions do not carry over
   }
   const auto input = j.find("input");
-  if (input == j.end() || input->is_null()) return bad("input", "input is required");
+  if (input == j.end() || input->is_null()) return bad_request("input", "input is required");
   if (input->is_string()) {
     messages.push_back({{"role", "user"}, {"content", *input}});
   } else if (input->is_array()) {
     for (size_t i = 0; i < input->size(); ++i)
       if (OptError e = add_item((*input)[i], i, messages)) return e;
   } else {
-    return bad("input", "input must be a string or a list of items");
+    return bad_request("input", "input must be a string or a list of items");
   }
   if (OptError e = convert_options(j, chat)) return e;
   chat["messages"] = messages;

@@ -14,18 +14,11 @@ using OptError = std::optional<ApiError>;
 constexpr size_t kMaxSpecBytes = 256 << 10;
 constexpr size_t kMaxChoices = 1024;
 
-ApiError bad(std::string param, std::string message) {
-  ApiError e;
-  e.message = std::move(message);
-  e.param = std::move(param);
-  return e;
-}
-
 OptError set_text(Kind kind, const std::string& field, const json& value, StructuredOutput& out) {
-  if (!value.is_string()) return bad(field, field + " must be a string");
+  if (!value.is_string()) return bad_request(field, field + " must be a string");
   const std::string& text = value.get_ref<const std::string&>();
-  if (text.empty()) return bad(field, field + " must not be empty");
-  if (text.size() > kMaxSpecBytes) return bad(field, str_cat(field, " must be at most ", kMaxSpecBytes, " bytes"));
+  if (text.empty()) return bad_request(field, field + " must not be empty");
+  if (text.size() > kMaxSpecBytes) return bad_request(field, str_cat(field, " must be at most ", kMaxSpecBytes, " bytes"));
   out.kind = kind;
   out.spec = text;
   return std::nullopt;
@@ -34,33 +27,33 @@ OptError set_text(Kind kind, const std::string& field, const json& value, Struct
 // A JSON schema as an object (or, for guided_json, its text).
 OptError set_schema(const std::string& field, const json& value, StructuredOutput& out) {
   if (value.is_string()) return set_text(Kind::kJsonSchema, field, value, out);
-  if (!value.is_object() && !value.is_boolean()) return bad(field, field + " must be a JSON schema (an object)");
+  if (!value.is_object() && !value.is_boolean()) return bad_request(field, field + " must be a JSON schema (an object)");
   out.kind = Kind::kJsonSchema;
   out.spec = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (out.spec.size() > kMaxSpecBytes) return bad(field, str_cat(field, " must be at most ", kMaxSpecBytes, " bytes"));
+  if (out.spec.size() > kMaxSpecBytes) return bad_request(field, str_cat(field, " must be at most ", kMaxSpecBytes, " bytes"));
   return std::nullopt;
 }
 
 OptError set_choices(const std::string& field, const json& value, StructuredOutput& out) {
   if (!value.is_array() || value.empty() || value.size() > kMaxChoices)
-    return bad(field, str_cat(field, " must be a list of 1 to ", kMaxChoices, " strings"));
+    return bad_request(field, str_cat(field, " must be a list of 1 to ", kMaxChoices, " strings"));
   size_t bytes = 0;
   for (const json& choice : value) {
     if (!choice.is_string() || choice.get_ref<const std::string&>().empty())
-      return bad(field, field + " must hold non-empty strings");
+      return bad_request(field, field + " must hold non-empty strings");
     bytes += choice.get_ref<const std::string&>().size();
     out.choices.push_back(choice.get<std::string>());
   }
-  if (bytes > kMaxSpecBytes) return bad(field, str_cat(field, " must be at most ", kMaxSpecBytes, " bytes in all"));
+  if (bytes > kMaxSpecBytes) return bad_request(field, str_cat(field, " must be at most ", kMaxSpecBytes, " bytes in all"));
   out.kind = Kind::kChoice;
   return std::nullopt;
 }
 
 OptError read_response_format(const json& value, StructuredOutput& out) {
-  if (!value.is_object()) return bad("response_format", "response_format must be an object");
+  if (!value.is_object()) return bad_request("response_format", "response_format must be an object");
   const auto type = value.find("type");
   if (type == value.end() || !type->is_string())
-    return bad("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\"");
+    return bad_request("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\"");
   const std::string& name = type->get_ref<const std::string&>();
   if (name == "text") return std::nullopt;
   if (name == "json_object") {
@@ -71,21 +64,21 @@ OptError read_response_format(const json& value, StructuredOutput& out) {
   }
   if (name == "structural_tag") {  // vLLM's and xgrammar's: {"type": "structural_tag", "format": {...}}
     if (!value.contains("format") || !value["format"].is_object())
-      return bad("response_format.format", "a structural_tag response_format needs a \"format\" object");
+      return bad_request("response_format.format", "a structural_tag response_format needs a \"format\" object");
     out.kind = Kind::kStructuralTag;
     out.spec = value.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (out.spec.size() > kMaxSpecBytes) return bad("response_format", str_cat("response_format must be at most ", kMaxSpecBytes, " bytes"));
+    if (out.spec.size() > kMaxSpecBytes) return bad_request("response_format", str_cat("response_format must be at most ", kMaxSpecBytes, " bytes"));
     return std::nullopt;
   }
   if (name != "json_schema")
-    return bad("response_format.type", "response_format.type '" + name +
+    return bad_request("response_format.type", "response_format.type '" + name +
                                            "' is not supported; use \"text\", \"json_object\", \"json_schema\" "
                                            "or \"structural_tag\"");
   const auto spec = value.find("json_schema");
   if (spec == value.end() || !spec->is_object())
-    return bad("response_format.json_schema", "response_format.json_schema must be an object with a \"schema\"");
+    return bad_request("response_format.json_schema", "response_format.json_schema must be an object with a \"schema\"");
   if (const auto strict = spec->find("strict"); strict != spec->end() && !strict->is_boolean() && !strict->is_null())
-    return bad("response_format.json_schema.strict", "response_format.json_schema.strict must be true or false");
+    return bad_request("response_format.json_schema.strict", "response_format.json_schema.strict must be true or false");
   const auto schema = spec->find("schema");
   if (schema == spec->end()) {
     out.kind = Kind::kJsonObject;  // OpenAI: a schema-less json_schema is any JSON object
@@ -97,7 +90,7 @@ OptError read_response_format(const json& value, StructuredOutput& out) {
 // vLLM's structured_outputs: exactly one of its keys.
 OptError read_structured_outputs(const json& value, StructuredOutput& out) {
   const std::string field = "structured_outputs";
-  if (!value.is_object()) return bad(field, field + " must be an object");
+  if (!value.is_object()) return bad_request(field, field + " must be an object");
   int set = 0;
   for (const auto& [key, v] : value.items()) {
     if (v.is_null()) continue;
@@ -108,15 +101,15 @@ OptError read_structured_outputs(const json& value, StructuredOutput& out) {
     else if (key == "choice") e = set_choices(name, v, out);
     else if (key == "grammar") e = set_text(Kind::kGrammar, name, v, out);
     else if (key == "json_object") {
-      if (!v.is_boolean()) return bad(name, name + " must be true or false");
+      if (!v.is_boolean()) return bad_request(name, name + " must be true or false");
       if (v.get<bool>()) out.kind = Kind::kJsonObject;
     } else {
-      return bad(name, name + " is not supported; use json, regex, choice, grammar or json_object");
+      return bad_request(name, name + " is not supported; use json, regex, choice, grammar or json_object");
     }
     if (e) return e;
     if (out.kind != Kind::kNone) ++set;
   }
-  if (set > 1) return bad(field, field + " must set only one of json, regex, choice, grammar and json_object");
+  if (set > 1) return bad_request(field, field + " must set only one of json, regex, choice, grammar and json_object");
   return std::nullopt;
 }
 
@@ -141,7 +134,7 @@ OptError read_structured_output(const json& body, StructuredOutput& out) {
     else e = set_text(Kind::kGrammar, name, *it, one);
     if (e) return e;
     if (one.kind == Kind::kNone) continue;
-    if (first) return bad(field, str_cat(field, " and ", first, " both constrain the output; send one"));
+    if (first) return bad_request(field, str_cat(field, " and ", first, " both constrain the output; send one"));
     first = field;
     out = std::move(one);
   }

@@ -10,11 +10,10 @@ from typing import Annotated, List, Literal
 
 import pytest
 
-from test_http_server import MODEL, SHARED, Server
+from qwen_server import server  # noqa: F401 (a fixture)
+from test_http_server import MODEL
 
 pydantic = pytest.importorskip("pydantic")
-
-TEMPLATE = SHARED / "tokenizers" / "chat-templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
 
 
 class Pet(pydantic.BaseModel):
@@ -23,16 +22,6 @@ class Pet(pydantic.BaseModel):
     name: Annotated[str, pydantic.Field(pattern=r"^[a-z]{1,6}$")]
     age: Annotated[int, pydantic.Field(ge=0, le=30)]
     toys: Annotated[List[Literal["ball", "rope"]], pydantic.Field(max_length=3)]
-
-
-@pytest.fixture(scope="module")
-def server():
-    if not TEMPLATE.is_file():
-        pytest.skip(f"{TEMPLATE} is missing")
-    s = Server("--model", "dummy:tiny-4k", "--served-model-name", MODEL, "--max-num-seqs", "16",
-               "--kv-cache-memory", "64M", "--chat-template", str(TEMPLATE))
-    yield s
-    assert s.stop() == 0
 
 
 def base_url(server):

@@ -11,26 +11,12 @@ from typing import Literal
 
 import pytest
 
-from test_http_server import MODEL, SHARED, Server
+from qwen_server import WEATHER, server  # noqa: F401 (a fixture)
+from test_http_server import MODEL
 
 jsonschema = pytest.importorskip("jsonschema")
 
-TEMPLATE = SHARED / "tokenizers" / "chat-templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
-WEATHER = {"type": "object",
-           "properties": {"city": {"type": "string", "pattern": "^[a-z]{1,8}$"},
-                          "days": {"type": "integer", "minimum": 1, "maximum": 7}},
-           "required": ["city", "days"], "additionalProperties": False}
 TOOLS = [{"type": "function", "name": "get_weather", "description": "Weather", "parameters": WEATHER}]
-
-
-@pytest.fixture(scope="module")
-def server():
-    if not TEMPLATE.is_file():
-        pytest.skip(f"{TEMPLATE} is missing")
-    s = Server("--model", "dummy:tiny-4k", "--served-model-name", MODEL, "--max-num-seqs", "16",
-               "--kv-cache-memory", "64M", "--chat-template", str(TEMPLATE))
-    yield s
-    assert s.stop() == 0
 
 
 def test_text_response_and_its_follow_up(server):

@@ -19,7 +19,8 @@ from typing import Annotated, List, Literal
 
 import pytest
 
-from test_http_server import MAX_SEQ_LEN, MODEL, Server
+from test_http_server import MODEL
+from test_http_server import chat_server as server  # noqa: F401 (a fixture)
 
 jsonschema = pytest.importorskip("jsonschema")
 pydantic = pytest.importorskip("pydantic")
@@ -37,14 +38,6 @@ PERSON = {
     "required": ["name", "age", "tags", "ok"],
     "additionalProperties": False,
 }
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = Server("--model", "dummy:tiny", "--served-model-name", MODEL, "--max-seq-len", str(MAX_SEQ_LEN),
-               "--max-num-seqs", "32", "--kv-cache-memory", "32M", "--chat-template", "chatml")
-    yield s
-    assert s.stop() == 0
 
 
 def post(server, path, **fields):

@@ -10,38 +10,20 @@ leaves the text free and parses what calls it finds; "none" parses nothing.
 """
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
-from test_http_server import MAX_SEQ_LEN, MODEL, SHARED, Server
+from qwen_server import WEATHER, server  # noqa: F401 (a fixture)
+from test_http_server import MAX_SEQ_LEN, MODEL, Server
 
 jsonschema = pytest.importorskip("jsonschema")
 
-TEMPLATE = SHARED / "tokenizers" / "chat-templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
-
-WEATHER = {"type": "object",
-           "properties": {"city": {"type": "string", "pattern": "^[a-z]{1,8}$"},
-                          "days": {"type": "integer", "minimum": 1, "maximum": 7}},
-           "required": ["city", "days"], "additionalProperties": False}
 TIME = {"type": "object", "properties": {"tz": {"enum": ["UTC", "CET"]}}, "required": ["tz"],
         "additionalProperties": False}
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": WEATHER}},
          {"type": "function", "function": {"name": "get_time", "description": "Time", "parameters": TIME}}]
 SCHEMAS = {"get_weather": WEATHER, "get_time": TIME}
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
-
-
-@pytest.fixture(scope="module")
-def server():
-    if not TEMPLATE.is_file():
-        pytest.skip(f"{TEMPLATE} is missing")
-    s = Server("--model", "dummy:tiny-4k", "--served-model-name", MODEL, "--max-num-seqs", "16",
-               "--kv-cache-memory", "64M", "--chat-template", str(TEMPLATE))
-    assert "tool calls parsed as hermes" in s.output()
-    yield s
-    assert s.stop() == 0
 
 
 def check_calls(calls, only=None):
