@@ -149,3 +149,49 @@ def test_bad_specs_name_their_field(server, path, fields, param):
 def test_text_format_is_unconstrained(server):
     status, body = post(server, "/v1/completions", max_tokens=4, temperature=0, response_format={"type": "text"})
     assert status == 200 and body["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+def random_schema(rng, depth=0):
+    """A random JSON schema: nested objects, arrays, enums, required and
+    optional properties, ASCII string patterns, integer and number bounds."""
+    kinds = ["integer", "number", "boolean", "enum", "pattern", "array", "null"] + (["object"] * 2 if depth < 2 else [])
+    kind = rng.choice(kinds)
+    if kind == "integer":
+        low = rng.randint(-50, 50)
+        return {"type": "integer", "minimum": low, "maximum": low + rng.randint(0, 200)}
+    if kind == "number":
+        return {"type": "number"}
+    if kind in ("boolean", "null"):
+        return {"type": kind}
+    if kind == "enum":
+        return {"enum": rng.sample(["red", "green", "blue", "a b", "x\"y", 7, True, None], rng.randint(1, 4))}
+    if kind == "pattern":
+        return {"type": "string", "pattern": rng.choice(["^[a-z]{1,6}$", "^[A-Z][0-9]{2}$", "^(yes|no)$"])}
+    if kind == "array":
+        low = rng.randint(0, 2)
+        return {"type": "array", "items": random_schema(rng, depth + 1), "minItems": low,
+                "maxItems": low + rng.randint(0, 2)}
+    names = rng.sample(["id", "name", "tags", "kind", "size", "meta", "ok", "when"], rng.randint(1, 4))
+    props = {name: random_schema(rng, depth + 1) for name in names}
+    return {"type": "object", "properties": props, "required": rng.sample(names, rng.randint(0, len(names))),
+            "additionalProperties": False}
+
+
+def test_random_schemas_always_validate(server):
+    """200 random schemas x 3 seeds (n=3 draws seeds 0, 1, 2): every output parses and validates."""
+    import concurrent.futures
+    import random
+    rng = random.Random(2026)
+    schemas = [random_schema(rng) for _ in range(200)]
+
+    def run(schema):
+        status, body = post(server, "/v1/completions", n=3, temperature=1.0, seed=0, max_tokens=480,
+                            guided_json=schema)
+        return schema, status, body
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        for schema, status, body in pool.map(run, schemas):
+            assert status == 200, (schema, body)
+            for choice in body["choices"]:
+                assert choice["finish_reason"] == "stop", (schema, choice)
+                jsonschema.validate(json.loads(choice["text"]), schema)
