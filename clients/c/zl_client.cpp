@@ -174,10 +174,11 @@ uint64_t payload_size(const zl_request* r, std::string* why) {
   uint64_t n = uint64_t(r->num_stop_token_ids) * 4;
   for (uint32_t i = 0; i < r->num_stop && i < ZL_SHM_MAX_STOP; ++i) n += std::strlen(r->stop[i]);
   n += r->cache_salt ? std::strlen(r->cache_salt) : 0;
+  n += r->structured_spec ? r->structured_spec_bytes : 0;
   if (r->num_stop > ZL_SHM_MAX_STOP) *why = "num_stop exceeds ZL_SHM_MAX_STOP";
   if (r->num_stop_token_ids > ZL_SHM_MAX_STOP_TOKEN_IDS) *why = "num_stop_token_ids exceeds ZL_SHM_MAX_STOP_TOKEN_IDS";
   if (n >= ZL_SHM_REQUEST_PAYLOAD_BYTES)
-    *why = "stop token ids, stop strings and salt take " + std::to_string(n) + " bytes; one record holds " +
+    *why = "stop token ids, stop strings, salt and structured spec take " + std::to_string(n) + " bytes; one record holds " +
            std::to_string(ZL_SHM_REQUEST_PAYLOAD_BYTES) + " beside at least one prompt byte";
   if (prompt_bytes(r) > UINT32_MAX) *why = "the prompt takes more than 4 GiB";
   return n;
@@ -244,6 +245,11 @@ void fill_request(const zl_client* c, const zl_request* r, uint64_t id, std::str
   if (r->cache_salt) {
     out.cache_salt_bytes = uint32_t(std::strlen(r->cache_salt));
     put(r->cache_salt, out.cache_salt_bytes);
+  }
+  out.structured_kind = r->structured_kind;
+  if (r->structured_spec) {
+    out.structured_bytes = r->structured_spec_bytes;
+    put(r->structured_spec, out.structured_bytes);
   }
   if (r->signature) {
     out.has_signature = 1;

@@ -73,6 +73,9 @@ typedef struct zl_request {
   const uint8_t* signature;         /* 16 bytes (first block's cache signature), or NULL */
   const zl_chat_message* messages;  /* ...or chat messages, rendered by the server through the model's */
   uint32_t num_messages;            /* chat template (used when prompt_ids and prompt_text are NULL) */
+  uint32_t structured_kind;         /* zl_shm_structured_kind: the output's language; 0: free text */
+  const char* structured_spec;      /* its spec (zerolayer/shm_protocol.h), structured_spec_bytes of UTF-8 */
+  uint32_t structured_spec_bytes;
 } zl_request;
 
 /* One response record, copied out of the ring, plus when it was read. */

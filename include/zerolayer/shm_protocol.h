@@ -1,4 +1,6 @@
-/* zerolayer shared-memory protocol, version 1: the specification, as plain C.
+/* zerolayer shared-memory protocol, version 2: the specification, as plain C.
+ * (Version 2 added a request's structured output: structured_kind and
+ * structured_bytes, the spec last in the payload.)
  *
  * One POSIX shared-memory segment (shm_open name, default "/zerolayer",
  * created by the server with O_CREAT|O_EXCL and mode 0600) holds, in order:
@@ -99,9 +101,9 @@ extern "C" {
 #endif
 
 #define ZL_SHM_MAGIC 0x31304d4853534c5aull /* "ZLSSHM01" little-endian */
-#define ZL_SHM_VERSION 1u
+#define ZL_SHM_VERSION 2u
 
-/* Fixed limits of version 1 (records are fixed-size; there is no separate
+/* Fixed limits (records are fixed-size; there is no separate
  * variable-length area: a request's prompt, stop strings and salt must fit
  * in its payload, so a prompt is at most ZL_SHM_REQUEST_PAYLOAD_BYTES bytes
  * of text or a quarter of that in token ids). */
@@ -220,6 +222,20 @@ enum zl_shm_chat_role {
   ZL_SHM_ROLE_TOOL = 3,
 };
 
+/* A request's structured output, as zl::StructuredOutput::Kind: the engine
+ * masks every token that cannot continue the spec's language. The spec is
+ * structured_bytes of UTF-8, last in the payload; one that does not compile
+ * is the SUBMIT's ERROR record, led by "structured_output". */
+enum zl_shm_structured_kind {
+  ZL_SHM_STRUCTURED_NONE = 0,
+  ZL_SHM_STRUCTURED_JSON_OBJECT = 1, /* any JSON object; no spec */
+  ZL_SHM_STRUCTURED_JSON_SCHEMA = 2, /* spec: a JSON schema */
+  ZL_SHM_STRUCTURED_REGEX = 3,       /* spec: a regular expression the whole output matches */
+  ZL_SHM_STRUCTURED_CHOICE = 4,      /* spec: a JSON list of strings, the output one of them */
+  ZL_SHM_STRUCTURED_GRAMMAR = 5,     /* spec: an EBNF grammar, root rule "root" */
+  ZL_SHM_STRUCTURED_TAG = 6,         /* spec: an xgrammar structural tag (JSON) */
+};
+
 /* The fields of zl::SamplingParams, same meanings and ranges. */
 typedef struct zl_shm_sampling {
   float temperature;              /* 0: greedy; else (0, 100] */
@@ -238,7 +254,8 @@ typedef struct zl_shm_sampling {
 /* Request payload layout, packed in this order, lengths from the fields:
  *   prompt (prompt_count int32 ids, or prompt_count bytes of text),
  *   stop token ids (num_stop_token_ids int32), stop strings (stop_bytes[i]
- *   bytes each, no terminators), cache salt (cache_salt_bytes).
+ *   bytes each, no terminators), cache salt (cache_salt_bytes), structured
+ *   output spec (structured_bytes).
  * payload_bytes must equal the sum exactly. */
 #define ZL_SHM_REQUEST_FIXED_BYTES 256u
 #define ZL_SHM_REQUEST_PAYLOAD_BYTES (ZL_SHM_REQUEST_SLOT_BYTES - 8u - ZL_SHM_REQUEST_FIXED_BYTES)
@@ -267,7 +284,9 @@ typedef struct zl_shm_request {
   uint8_t signature[16];          /* first block's cache signature (low, high; little-endian), a hint */
   uint32_t payload_bytes;         /* <= ZL_SHM_REQUEST_PAYLOAD_BYTES */
   uint32_t prompt_bytes_in_parts; /* SUBMIT: prompt bytes sent before in PROMPT_PART records; 0: none */
-  uint8_t pad[ZL_SHM_REQUEST_FIXED_BYTES - 208];
+  uint32_t structured_kind;       /* zl_shm_structured_kind */
+  uint32_t structured_bytes;      /* the spec, last in the payload; 0 for NONE and JSON_OBJECT */
+  uint8_t pad[ZL_SHM_REQUEST_FIXED_BYTES - 216];
   uint8_t payload[ZL_SHM_REQUEST_PAYLOAD_BYTES];
 } zl_shm_request;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8_text.h"
@@ -82,6 +83,31 @@ Status decode_chat(const uint8_t* data, uint32_t size, std::vector<ChatMessage>*
   return ok_status();
 }
 
+// The structured output of a request: its kind and spec (zl_shm_structured_kind).
+Status decode_structured(const zl_shm_request& r, std::string_view spec, StructuredOutput* out) {
+  using Kind = StructuredOutput::Kind;
+  if (r.structured_kind > ZL_SHM_STRUCTURED_TAG)
+    return invalid_argument("structured_kind must be 0..6 (zl_shm_structured_kind), got ", r.structured_kind);
+  out->kind = static_cast<Kind>(r.structured_kind);
+  out->field = "structured_output";
+  const bool needs_spec = out->kind != Kind::kNone && out->kind != Kind::kJsonObject;
+  if (needs_spec != !spec.empty())
+    return invalid_argument("structured_bytes is ", spec.size(), needs_spec ? ": this structured_kind needs a spec"
+                                                                            : ": this structured_kind takes none");
+  if (!valid_utf8(spec)) return invalid_argument("structured output spec is not valid UTF-8");
+  if (out->kind != Kind::kChoice) {
+    out->spec.assign(spec);
+    return ok_status();
+  }
+  const nlohmann::json list = nlohmann::json::parse(spec, nullptr, false);
+  if (!list.is_array()) return invalid_argument("structured output spec of a CHOICE must be a JSON list of strings");
+  for (const nlohmann::json& choice : list) {
+    if (!choice.is_string()) return invalid_argument("structured output spec of a CHOICE must be a JSON list of strings");
+    out->choices.push_back(choice.get<std::string>());
+  }
+  return ok_status();
+}
+
 // The prompt's bytes: `head` (sent before in PROMPT_PART records), then the
 // rest from this record's payload; joined only when there is a head.
 Status take_prompt(PayloadReader& payload, const zl_shm_request& r, std::string_view head, std::string* joined,
@@ -129,6 +155,9 @@ Status decode_payload(const zl_shm_request& r, const WireLimits& limits, std::st
   }
   ZL_RETURN_IF_ERROR(payload.take("cache_salt_bytes", r.cache_salt_bytes, &p));
   req.cache_salt.assign(reinterpret_cast<const char*>(p), r.cache_salt_bytes);
+  ZL_RETURN_IF_ERROR(payload.take("structured_bytes", r.structured_bytes, &p));
+  ZL_RETURN_IF_ERROR(decode_structured(r, std::string_view(reinterpret_cast<const char*>(p), r.structured_bytes),
+                                       &req.structured_output));
   if (payload.left() != 0)
     return invalid_argument("payload_bytes is ", r.payload_bytes, " but the fields account for ",
                             r.payload_bytes - payload.left());

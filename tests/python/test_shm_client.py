@@ -7,6 +7,7 @@ passes, through the environment:
   ZL_TEST_DOOMED_SHM_NAME   a server in a child process that this suite kills
   ZL_TEST_DOOMED_PID        its pid
 """
+import json
 import math
 import os
 import signal
@@ -71,6 +72,21 @@ def test_rejected_request_names_the_field(client):
     with pytest.raises(zl.RequestError, match="prompt token"):
         client.generate([10**6], max_new_tokens=4)
     assert client.generate([1, 2], max_new_tokens=3, temperature=0.0, ignore_eos=True).num_generated_tokens == 3
+
+
+def test_structured_output(client):
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"enum": [1, 2, 3]}},
+              "required": ["ok", "n"], "additionalProperties": False}
+    for seed in range(3):
+        result = client.generate([1, 2, 3], max_new_tokens=64, temperature=1.0, seed=seed,
+                                 structured=("json_schema", json.dumps(schema)))
+        value = json.loads(result.text)
+        assert result.finish_reason == "stop" and set(value) == {"ok", "n"} and value["n"] in (1, 2, 3)
+    choice = client.generate([1, 2, 3], max_new_tokens=16, temperature=1.0, seed=1,
+                             structured=("choice", ["left", "right"]))
+    assert choice.text in ("left", "right")
+    with pytest.raises(zl.RequestError, match="structured_output"):
+        client.generate([1, 2], max_new_tokens=4, structured=("regex", "[a-"))
 
 
 def test_breaking_out_of_a_stream_cancels(client):

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <thread>
 
 #include "engine/collecting_sink.h"
@@ -150,6 +151,57 @@ TEST_F(ShmServerTest, TextPromptWithStopAndSaltAndSignature) {
   EXPECT_EQ(server_->stats().num_signature_hints, 1);
 }
 
+// Structured output over shared memory (protocol version 2): the C client's
+// structured_kind and spec reach the engine, whose grammar holds the output
+// to its language on any weights; a spec that does not compile is the
+// SUBMIT's ERROR record, led by "structured_output".
+TEST_F(ShmServerTest, StructuredOutputHoldsTheLanguage) {
+  struct Case {
+    uint32_t kind;
+    const char* spec;
+    std::regex expect;
+  };
+  const Case cases[] = {
+      {ZL_SHM_STRUCTURED_REGEX, "[a-c]{3}-[0-9]{2}", std::regex("[a-c]{3}-[0-9]{2}")},
+      {ZL_SHM_STRUCTURED_CHOICE, R"(["red", "green", "blue sky"])", std::regex("red|green|blue sky")},
+      {ZL_SHM_STRUCTURED_JSON_SCHEMA, R"({"type": "object", "properties": {"n": {"enum": [1, 2]}}, "required": ["n"]})",
+       std::regex(R"(\{"n": [12]\})")},
+  };
+  for (const Case& c : cases) {
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      zl_request request;
+      zl_request_init(&request);
+      const int32_t prompt[] = {1, 17, 42};
+      request.prompt_ids = prompt;
+      request.num_prompt_ids = 3;
+      request.max_new_tokens = 64;
+      request.sampling.has_seed = 1;
+      request.sampling.seed = seed;
+      request.structured_kind = c.kind;
+      request.structured_spec = c.spec;
+      request.structured_spec_bytes = uint32_t(std::strlen(c.spec));
+      uint64_t id = 0;
+      ASSERT_EQ(zl_client_submit(client_, &request, &id), ZL_OK);
+      ShmResult result = read_until_terminal(client_, id);
+      ASSERT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_FINISH)) << c.spec;
+      EXPECT_EQ(result.terminal.finish_reason, uint32_t(FinishReason::kStop)) << result.text;
+      EXPECT_TRUE(std::regex_match(result.text, c.expect)) << c.spec << " gave '" << result.text << "'";
+    }
+  }
+  zl_request bad;
+  zl_request_init(&bad);
+  bad.prompt_text = "x";
+  bad.prompt_text_bytes = 1;
+  bad.structured_kind = ZL_SHM_STRUCTURED_REGEX;
+  bad.structured_spec = "[a-";
+  bad.structured_spec_bytes = 3;
+  uint64_t id = 0;
+  ASSERT_EQ(zl_client_submit(client_, &bad, &id), ZL_OK);
+  ShmResult result = read_until_terminal(client_, id);
+  ASSERT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_ERROR));
+  EXPECT_EQ(std::string(result.terminal.text, result.terminal.text_bytes).rfind("structured_output: ", 0), 0u);
+}
+
 // Each malformed record gets one ERROR record naming the field; the server
 // One chat message header (role, declared length) followed by `bytes` bytes of "hi".
 void set_chat(zl_shm_request& r, uint32_t role, uint32_t length, uint32_t bytes) {
@@ -181,6 +233,9 @@ TEST_F(ShmServerTest, MalformedRecordsAreRejected) {
       {"max_new_tokens", [](zl_shm_request& r) { r.max_new_tokens = -5; }},
       {"prompt token", [](zl_shm_request& r) { reinterpret_cast<int32_t*>(r.payload)[0] = 1 << 30; }},
       {"cache_salt_bytes", [](zl_shm_request& r) { r.cache_salt_bytes = 1u << 31; }},
+      {"structured_kind", [](zl_shm_request& r) { r.structured_kind = 9; }},
+      {"structured_bytes", [](zl_shm_request& r) { r.structured_kind = ZL_SHM_STRUCTURED_REGEX; }},
+      {"structured_bytes", [](zl_shm_request& r) { r.structured_bytes = 1u << 20; }},
       // Chat messages: (uint32 role, uint32 length, bytes)...
       {"role", [](zl_shm_request& r) { set_chat(r, 9, 0, 0); }},
       {"content length", [](zl_shm_request& r) { set_chat(r, 1, 1000, 2); }},
