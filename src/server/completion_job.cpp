@@ -187,12 +187,14 @@ void CompletionJob::apply(Node& node) {
     c.token_ids.push_back(node.token.token);
     if (request_.want_logprobs) {
       c.token_logprobs.push_back(node.token.logprob);
+      c.token_texts.push_back(node.token.text);
       c.top_logprobs.push_back(std::move(node.token.top_logprobs));
     }
     return;
   }
   if (finished_[node.choice]) return;
   c.text += node.finish.remaining_text;
+  if (!c.token_texts.empty()) c.token_texts.back() += node.finish.remaining_text;
   finished_[node.choice] = 1;
   ++num_finished_;
   completion_tokens_ += node.finish.num_generated_tokens;
@@ -233,6 +235,7 @@ void CompletionJob::write_stream_pieces() {
     c.text.clear();
     c.token_ids.clear();
     c.token_logprobs.clear();
+    c.token_texts.clear();
     c.top_logprobs.clear();
     c.tool_calls.clear();
     c.finish.reset();

@@ -382,15 +382,21 @@ OptError parse_ordered(std::string_view body, ojson& out) {
 OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& tokenizer, const ApiLimits& limits,
                            const ChatSettings& chat, CompletionRequest& out, std::string* rendered) {
   out.chat = true;
-  // Chat's logprobs is a boolean (with top_logprobs), not completions' count.
+  // Chat's logprobs is a boolean, with top_logprobs the count, not completions' count.
+  bool want_logprobs = false;
   if (const json* logprobs = find(j, "logprobs")) {
     if (!logprobs->is_boolean()) return bad_request("logprobs", "logprobs must be true or false");
-    if (logprobs->get<bool>()) return bad_request("logprobs", "logprobs is not supported on /v1/chat/completions yet");
+    want_logprobs = logprobs->get<bool>();
     j.erase("logprobs");
   }
-  if (find(j, "top_logprobs")) return bad_request("top_logprobs", "top_logprobs is not supported on /v1/chat/completions yet");
+  if (find(j, "top_logprobs") && !want_logprobs)
+    return bad_request("top_logprobs", "top_logprobs needs logprobs: true");
   bool has_max = find(j, "max_tokens") || find(j, "max_completion_tokens");
   if (OptError e = parse_common_fields(j, limits, out)) return e;
+  if (want_logprobs) {
+    out.want_logprobs = out.sampling.return_logprob = true;
+    if (OptError e = read_field(j, field::kTopLogprobs, out.sampling.num_top_logprobs, 0, "top_logprobs")) return e;
+  }
   if (OptError e = read_field(j, field::kMaxTokens, out.max_tokens, limits.max_seq_len, "max_completion_tokens"))
     return e;
   if (out.n > limits.max_choices) return bad_request("n", str_cat("n must be at most ", limits.max_choices));
@@ -421,12 +427,45 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   return std::nullopt;
 }
 
+// Token i's text: the piece the stream gave it (so the pieces join into the
+// choice's text, leading spaces kept), else its decoding alone.
+std::string token_text(const ChoiceOutput& c, size_t i, const Tokenizer& tokenizer) {
+  if (i < c.token_texts.size()) return c.token_texts[i];
+  return tokenizer.decode(std::span<const int32_t>(&c.token_ids[i], 1), false);
+}
+
+std::string alternative_text(int32_t id, const Tokenizer& tokenizer) {
+  return tokenizer.decode(std::span<const int32_t>(&id, 1), false);
+}
+
+json bytes_json(const std::string& text) {
+  json bytes = json::array();
+  for (unsigned char c : text) bytes.push_back(c);
+  return bytes;
+}
+
+// Chat's logprobs: {"content": [{token, logprob, bytes, top_logprobs}]}.
+json chat_logprobs_json(const ChoiceOutput& c, const Tokenizer& tokenizer) {
+  json content = json::array();
+  for (size_t i = 0; i < c.token_ids.size(); ++i) {
+    std::string text = token_text(c, i, tokenizer);
+    json top = json::array();
+    if (i < c.top_logprobs.size())
+      for (const TokenLogprob& t : c.top_logprobs[i]) {
+        std::string alt = alternative_text(t.id, tokenizer);
+        top.push_back({{"token", alt}, {"logprob", t.logprob}, {"bytes", bytes_json(alt)}});
+      }
+    content.push_back({{"token", text}, {"logprob", c.token_logprobs[i]}, {"bytes", bytes_json(text)},
+                       {"top_logprobs", std::move(top)}});
+  }
+  return json{{"content", std::move(content)}};
+}
+
 json logprobs_json(const ChoiceOutput& piece, const Tokenizer& tokenizer) {
   json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
   int64_t offset = piece.text_offset;
   for (size_t i = 0; i < piece.token_ids.size(); ++i) {
-    int32_t id = piece.token_ids[i];
-    std::string text = tokenizer.decode(std::span<const int32_t>(&id, 1), false);
+    std::string text = token_text(piece, i, tokenizer);
     offsets.push_back(offset);
     offset += static_cast<int64_t>(text.size());
     tokens.push_back(std::move(text));
@@ -434,7 +473,7 @@ json logprobs_json(const ChoiceOutput& piece, const Tokenizer& tokenizer) {
     json alternatives = json::object();
     if (i < piece.top_logprobs.size())
       for (const TokenLogprob& t : piece.top_logprobs[i])
-        alternatives[tokenizer.decode(std::span<const int32_t>(&t.id, 1), false)] = t.logprob;
+        alternatives[alternative_text(t.id, tokenizer)] = t.logprob;
     top.push_back(std::move(alternatives));
   }
   return json{{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
@@ -487,7 +526,7 @@ json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& 
         choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, false);
       }
     }
-    choice["logprobs"] = nullptr;
+    choice["logprobs"] = request.want_logprobs ? chat_logprobs_json(c, tokenizer) : json(nullptr);
     if (request.return_token_ids) choice["token_ids"] = c.token_ids;
     choice["finish_reason"] = !c.finish ? json(nullptr)
                               : c.tool_calls.empty() ? json(finish_reason_string(c.finish->reason))

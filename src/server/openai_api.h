@@ -120,6 +120,7 @@ struct ChoiceOutput {
   std::string text;
   std::vector<int32_t> token_ids;
   std::vector<float> token_logprobs;
+  std::vector<std::string> token_texts;    // with logprobs: each token's piece of `text`
   std::vector<std::vector<TokenLogprob>> top_logprobs;
   int64_t text_offset = 0;                 // bytes of text before this piece (logprobs.text_offset)
   // Chat with a tool parser: streamed text held back while it may be a call,

@@ -1,9 +1,10 @@
 // Runs the HTTP server's end-to-end suites under ctest: test_http_server.py
 // (the real `zerolayer serve` driven by the official `openai` package and by
 // raw sockets), test_metrics.py (`/metrics` read by prometheus-client's
-// parser), test_faults.py, and the agent-facing suites test_structured_output.py,
-// test_tool_calls.py, test_agent_clients.py (langchain-openai, instructor)
-// and test_responses.py (/v1/responses, openai-agents). It needs .venv with
+// parser), test_faults.py, and the agent-facing suites
+// test_structured_output.py, test_tool_calls.py, test_agent_clients.py
+// (langchain-openai, instructor), test_responses.py (/v1/responses,
+// openai-agents) and test_openai_fidelity.py (logprobs). It needs .venv with
 // requirements-test.txt's packages, which scripts/setup.sh installs; without
 // the core ones the test reports skipped rather than passing silently (the
 // suites skip a client library that is missing).
@@ -47,7 +48,7 @@ TEST(HttpServerPython, PytestSuitePasses) {
   std::string shared = shared_path("");
   std::string command = "cd " + quote(root) + " && ZEROLAYER_BIN=" + quote(cli_path()) +
                         (shared.empty() ? "" : " ZL_SHARED_DIR=" + quote(shared)) + " " + quote(python) +
-                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py tests/python/test_structured_output.py tests/python/test_tool_calls.py tests/python/test_agent_clients.py tests/python/test_responses.py -q -p no:cacheprovider 2>&1";
+                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py tests/python/test_structured_output.py tests/python/test_tool_calls.py tests/python/test_agent_clients.py tests/python/test_responses.py tests/python/test_openai_fidelity.py -q -p no:cacheprovider 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

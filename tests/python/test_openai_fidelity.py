@@ -1,0 +1,62 @@
+"""OpenAI fidelity down to the logprob: completion logprobs whose tokens are
+the text's own pieces (leading spaces kept, so they join into the text and
+text_offset indexes it), and chat logprobs / top_logprobs in the chat shape,
+on stories260K (a SentencePiece vocabulary, where a token's leading space is
+easy to lose) and dummy:tiny."""
+
+import json
+
+import pytest
+
+from test_http_server import MODEL, SHARED, Server
+from test_http_server import chat_server  # noqa: F401 (a fixture)
+
+
+@pytest.fixture(scope="module")
+def stories():
+    model = SHARED / "models" / "stories260K.gguf"
+    if not model.exists():
+        pytest.skip(f"{model} is missing")
+    s = Server("--model", str(model), "--kv-cache-memory", "16M", api_key=None)
+    yield s
+    assert s.stop() == 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_completion_logprob_tokens_join_into_the_text(stories, stream):
+    body = {"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0, "ignore_eos": True, "logprobs": 2,
+            "stream": stream}
+    status, _, data = stories.request("POST", "/v1/completions", body)
+    assert status == 200, data
+    if stream:
+        chunks = [json.loads(line[6:]) for line in data.decode().splitlines()
+                  if line.startswith("data: {")]
+        text = "".join(c["choices"][0]["text"] for c in chunks)
+        tokens = [t for c in chunks if c["choices"][0]["logprobs"] for t in c["choices"][0]["logprobs"]["tokens"]]
+        offsets = [o for c in chunks if c["choices"][0]["logprobs"] for o in c["choices"][0]["logprobs"]["text_offset"]]
+    else:
+        choice = json.loads(data)["choices"][0]
+        text, tokens, offsets = choice["text"], choice["logprobs"]["tokens"], choice["logprobs"]["text_offset"]
+    assert len(tokens) == 24 and "".join(tokens) == text
+    assert any(t.startswith(" ") for t in tokens)  # SentencePiece's word starts keep their space
+    for token, offset in zip(tokens, offsets):
+        assert text.encode()[offset:offset + len(token.encode())] == token.encode()
+
+
+def test_chat_logprobs(chat_server):  # noqa: F811 (the imported fixture)
+    r = chat_server.client().chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Hi"}], max_tokens=5, temperature=0, logprobs=True,
+        top_logprobs=3, extra_body={"ignore_eos": True})
+    content = r.choices[0].logprobs.content
+    assert len(content) == 5
+    assert "".join(item.token for item in content) == r.choices[0].message.content
+    for item in content:
+        assert item.logprob <= 0 and bytes(item.bytes) == item.token.encode()
+        assert len(item.top_logprobs) == 3
+        assert abs(item.top_logprobs[0].logprob - item.logprob) < 1e-4  # greedy: the chosen is the best
+
+
+def test_chat_top_logprobs_needs_logprobs(chat_server):  # noqa: F811
+    status, _, data = chat_server.request("POST", "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "Hi"}], "top_logprobs": 2, "max_tokens": 2})
+    assert status == 400 and json.loads(data)["error"]["param"] == "top_logprobs"
