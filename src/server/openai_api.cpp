@@ -128,6 +128,19 @@ OptError check_prompt_length(size_t num_tokens, const ApiLimits& limits) {
   return std::nullopt;
 }
 
+// vLLM's answer to a prompt plus max_tokens beyond the context (it used to
+// be cut short with finish_reason "length").
+OptError check_room(size_t num_tokens, int32_t max_tokens, const ApiLimits& limits, const char* what) {
+  const int64_t wanted = int64_t(num_tokens) + max_tokens;
+  if (wanted <= limits.max_seq_len) return std::nullopt;
+  return bad_request("max_tokens",
+                     str_cat("This model's maximum context length is ", limits.max_seq_len,
+                             " tokens. However, you requested ", wanted, " tokens (", num_tokens, " in the ", what,
+                             ", ", max_tokens, " in the completion). Please reduce the length of the ", what,
+                             " or completion."),
+                     "context_length_exceeded");
+}
+
 // The most bytes of prompt text read for the context: longer text cannot
 // tokenize into it, and is refused unread.
 int64_t prompt_byte_limit(const ApiLimits& limits) {
@@ -289,6 +302,8 @@ OptError parse_fields(const json& j, const Tokenizer& tokenizer, const ApiLimits
   if (OptError e = read_prompts(j, tokenizer, limits, out.prompts)) return e;
   if (out.prompts.size() * static_cast<size_t>(out.n) > static_cast<size_t>(limits.max_choices))
     return bad_request("n", str_cat("prompts x n must be at most ", limits.max_choices));
+  for (const std::vector<int32_t>& prompt : out.prompts)
+    if (OptError e = check_room(prompt.size(), out.max_tokens, limits, "prompt")) return e;
   return std::nullopt;
 }
 
@@ -421,6 +436,7 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
                "context_length_exceeded");
   // OpenAI's chat default: as many tokens as the context leaves.
   if (!has_max) out.max_tokens = limits.max_seq_len - static_cast<int32_t>(ids.size());
+  if (OptError e = check_room(ids.size(), out.max_tokens, limits, "messages")) return e;
   out.prompts.push_back(std::move(ids));
   add_end_of_turn_stops(chat.loaded, out.ignore_eos, out.stop_token_ids);
   if (rendered) *rendered = std::move(prompt->text);

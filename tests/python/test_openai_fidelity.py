@@ -60,3 +60,19 @@ def test_chat_top_logprobs_needs_logprobs(chat_server):  # noqa: F811
     status, _, data = chat_server.request("POST", "/v1/chat/completions", {
         "messages": [{"role": "user", "content": "Hi"}], "top_logprobs": 2, "max_tokens": 2})
     assert status == 400 and json.loads(data)["error"]["param"] == "top_logprobs"
+
+
+def test_prompt_plus_max_tokens_beyond_the_context_is_400(chat_server):  # noqa: F811
+    prompt = [5] * 500  # MAX_SEQ_LEN is 512
+    status, _, data = chat_server.request("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 13})
+    error = json.loads(data)["error"]
+    assert status == 400 and error["param"] == "max_tokens" and error["code"] == "context_length_exceeded"
+    assert "513 tokens (500 in the prompt, 13 in the completion)" in error["message"]
+    status, _, data = chat_server.request("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 12,
+                                                                      "ignore_eos": True})
+    assert status == 200 and json.loads(data)["usage"]["completion_tokens"] == 12
+    # Chat without max_tokens gets the rest of the context.
+    status, _, data = chat_server.request("POST", "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "x" * 400}], "ignore_eos": True})
+    body = json.loads(data)
+    assert status == 200 and body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"] == 512
