@@ -44,6 +44,8 @@ zl_layer(engine PUBLIC zl_model zl_tokenizer zl_core PRIVATE zl_bundle zl_kernel
 # include/zerolayer/engine.h: they link it without its headers (LINK_ONLY).
 zl_layer(server PUBLIC zl_bundle zl_jinja zl_tokenizer zl_core
          PRIVATE $<LINK_ONLY:zl_engine> Boost::system nlohmann_json::nlohmann_json)
+# Responses' system_fingerprint names the build.
+target_compile_definitions(zl_server PRIVATE ZL_VERSION_STRING="${PROJECT_VERSION}")
 zl_layer(transport PUBLIC zl_core PRIVATE $<LINK_ONLY:zl_engine> zl_bundle zl_tokenizer)
 # zerolayer_client_static is defined later (clients/c); CMake resolves names at generate time.
 zl_layer(loadgen PUBLIC zl_core zerolayer_client_static nlohmann_json::nlohmann_json PRIVATE Boost::system)

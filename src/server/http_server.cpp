@@ -71,7 +71,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/v1/chat/completions", http::verb::post, Route::kChat},
     {"/v1/responses", http::verb::post, Route::kResponses},
     {"/apply-template", http::verb::post, Route::kApplyTemplate},
-    {"/v1/models", http::verb::get, Route::kModels},
+    {"/v1/models", http::verb::get, Route::kModels},  // kRoutes[4]: also /v1/models/{id}
     {"/health", http::verb::get, Route::kHealth},
     {"/metrics", http::verb::get, Route::kMetrics},
     {"/tokenize", http::verb::post, Route::kTokenize},
@@ -464,6 +464,12 @@ void HttpServer::Impl::handle(const std::shared_ptr<Session>& session, http::req
   const RouteEntry* route = nullptr;
   for (const RouteEntry& r : kRoutes)
     if (r.path == path) route = &r;
+  // GET /v1/models/{id}: one model's entry.
+  std::string_view model_id;
+  if (!route && path.starts_with("/v1/models/")) {
+    route = &kRoutes[4];
+    model_id = path.substr(std::string_view("/v1/models/").size());
+  }
   auto fail = [&](int status, std::string message, std::string type, std::string code, HttpHeaders headers = {}) {
     session->respond(status, "application/json", json_error(status, std::move(message), std::move(type), std::move(code)),
                      std::move(headers));
@@ -485,9 +491,15 @@ void HttpServer::Impl::handle(const std::shared_ptr<Session>& session, http::req
   if (route->route == Route::kHealth) return handle_health(session);
   Engine* e = engine.load(std::memory_order_acquire);
   if (!e) return fail(503, "the model is still loading", "server_error", "loading", {{"Retry-After", "1"}});
-  if (route->route == Route::kModels)
+  if (route->route == Route::kModels) {
+    if (!model_id.empty() && model_id != served_name && model_id != e->model_info().name)
+      return fail(404, "the model '" + std::string(model_id) + "' does not exist; this server serves '" + served_name + "'",
+                  "invalid_request_error", "model_not_found");
     return session->respond(200, "application/json",
-                            models_body(served_name, e->model_info().name, created, limits.max_seq_len), {});
+                            models_body(served_name, e->model_info().name, created, limits.max_seq_len,
+                                        !model_id.empty()),
+                            {});
+  }
   if (route->route == Route::kMetrics) return handle_metrics(session);
   // The rest parse bodies of up to max_body_bytes and tokenize: on a worker.
   // Parsing and tokenizing count as transport in (CLOCK_MONOTONIC, as steady_clock on Linux).

@@ -563,8 +563,10 @@ json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached
               {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
+// system_fingerprint: the build, as OpenAI's names the backend configuration.
 json head_json(const ResponseMeta& meta) {
-  return json{{"id", meta.id}, {"object", meta.object}, {"created", meta.created}, {"model", meta.model}};
+  return json{{"id", meta.id}, {"object", meta.object}, {"created", meta.created}, {"model", meta.model},
+              {"system_fingerprint", "zerolayer-" ZL_VERSION_STRING}};
 }
 
 }  // namespace
@@ -761,10 +763,10 @@ std::optional<ApiError> detokenize_body(std::string_view body, const Tokenizer& 
 }
 
 std::string models_body(const std::string& served_name, const std::string& root, int64_t created,
-                        int32_t max_model_len) {
+                        int32_t max_model_len, bool one) {
   json model{{"id", served_name}, {"object", "model"},   {"created", created},
              {"owned_by", "zerolayer"}, {"root", root}, {"max_model_len", max_model_len}};
-  return dump(json{{"object", "list"}, {"data", json::array({model})}});
+  return one ? dump(model) : dump(json{{"object", "list"}, {"data", json::array({model})}});
 }
 
 }  // namespace zl::server

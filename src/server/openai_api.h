@@ -160,8 +160,8 @@ std::optional<ApiError> tokenize_body(std::string_view body, const Tokenizer& to
 std::optional<ApiError> detokenize_body(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
                                         std::string& out);
 
-// GET /v1/models.
+// GET /v1/models (the list), or GET /v1/models/{id} (`one`: the model alone).
 std::string models_body(const std::string& served_name, const std::string& root, int64_t created,
-                        int32_t max_model_len);
+                        int32_t max_model_len, bool one = false);
 
 }  // namespace zl::server

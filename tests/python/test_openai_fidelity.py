@@ -76,3 +76,13 @@ def test_prompt_plus_max_tokens_beyond_the_context_is_400(chat_server):  # noqa:
         "messages": [{"role": "user", "content": "x" * 400}], "ignore_eos": True})
     body = json.loads(data)
     assert status == 200 and body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"] == 512
+
+
+def test_one_model_and_the_fingerprint(chat_server):  # noqa: F811
+    client = chat_server.client()
+    model = client.models.retrieve(MODEL)
+    assert model.id == MODEL and model.object == "model"
+    status, _, data = chat_server.request("GET", "/v1/models/no-such-model")
+    assert status == 404 and json.loads(data)["error"]["code"] == "model_not_found"
+    r = client.completions.create(model=MODEL, prompt="Hi", max_tokens=2)
+    assert r.system_fingerprint.startswith("zerolayer-")
