@@ -185,9 +185,9 @@ void CompletionJob::apply(Node& node) {
   if (!node.is_finish) {
     c.text += node.token.text;
     c.token_ids.push_back(node.token.token);
+    if (request_.want_logprobs || request_.stream) c.token_texts.push_back(node.token.text);
     if (request_.want_logprobs) {
       c.token_logprobs.push_back(node.token.logprob);
-      c.token_texts.push_back(node.token.text);
       c.top_logprobs.push_back(std::move(node.token.top_logprobs));
     }
     return;
@@ -220,6 +220,28 @@ void CompletionJob::hold_tool_calls(ChoiceOutput& c) {
   c.held.erase(0, n);
 }
 
+// One chunk per token, as vLLM streams, even when several arrived in one
+// drain: clients time each token by its chunk. The finish (and text held
+// back until it) goes with the last.
+void CompletionJob::write_token_chunks(int32_t index, const ChoiceOutput& c) {
+  size_t offset = 0;
+  for (size_t k = 0; k < c.token_ids.size(); ++k) {
+    const bool last = k + 1 == c.token_ids.size();
+    ChoiceOutput piece;
+    piece.text = last ? c.text.substr(offset) : c.token_texts[k];
+    piece.text_offset = c.text_offset + static_cast<int64_t>(offset);
+    piece.token_ids = {c.token_ids[k]};
+    piece.token_texts = {piece.text};
+    if (request_.want_logprobs) {
+      piece.token_logprobs = {c.token_logprobs[k]};
+      piece.top_logprobs = {c.top_logprobs[k]};
+    }
+    if (last) piece.finish = c.finish;
+    offset += piece.text.size();
+    writer_->write_raw(sse_chunk(completion_chunk(meta_, index, piece, request_, tokenizer_)));
+  }
+}
+
 void CompletionJob::write_stream_pieces() {
   for (size_t i = 0; i < choices_.size(); ++i) {
     ChoiceOutput& c = choices_[i];
@@ -228,6 +250,8 @@ void CompletionJob::write_stream_pieces() {
     if (c.finish && c.finish->reason == FinishReason::kError) {
       ApiError error{500, "generation failed: " + c.finish->stop_detail, "server_error", "", ""};
       writer_->write_raw(sse_chunk(error_body(error)));
+    } else if (!request_.tool_format && c.token_ids.size() > 1) {
+      write_token_chunks(static_cast<int32_t>(i), c);
     } else {
       writer_->write_raw(sse_chunk(completion_chunk(meta_, static_cast<int32_t>(i), c, request_, tokenizer_)));
     }

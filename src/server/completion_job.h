@@ -95,6 +95,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void on_disconnect();
   void write_stream_pieces();
   void hold_tool_calls(ChoiceOutput& c);
+  void write_token_chunks(int32_t index, const ChoiceOutput& c);
   void answer_response();
   void answer_whole();
   void complete();

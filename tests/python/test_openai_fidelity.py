@@ -86,3 +86,18 @@ def test_one_model_and_the_fingerprint(chat_server):  # noqa: F811
     assert status == 404 and json.loads(data)["error"]["code"] == "model_not_found"
     r = client.completions.create(model=MODEL, prompt="Hi", max_tokens=2)
     assert r.system_fingerprint.startswith("zerolayer-")
+
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions"])
+def test_stream_sends_one_chunk_per_token(chat_server, path):  # noqa: F811
+    body = {"max_tokens": 24, "temperature": 0, "ignore_eos": True, "stream": True}
+    body.update({"prompt": "Hi"} if path == "/v1/completions" else {"messages": [{"role": "user", "content": "Hi"}]})
+    status, _, data = chat_server.request("POST", path, body)
+    assert status == 200
+    chunks = [json.loads(line[6:]) for line in data.decode().splitlines() if line.startswith("data: {")]
+    if path == "/v1/chat/completions":
+        assert chunks[0]["choices"][0]["delta"].get("role") == "assistant"
+        chunks = chunks[1:]
+    assert len(chunks) == 24  # however the engine's events were batched into writes
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
