@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   zl::server::CompletionRequest chat;
   (void)zl::server::parse_chat_request(body, *f.tokenizer, f.limits, f.chat, chat);
   std::string out;
-  (void)zl::server::tokenize_body(body, *f.tokenizer, f.limits, out);
+  (void)zl::server::tokenize_body(body, *f.tokenizer, f.limits, f.chat, out);
   (void)zl::server::detokenize_body(body, *f.tokenizer, f.limits, out);
   (void)zl::server::apply_template_body(body, f.chat, out);
   return 0;

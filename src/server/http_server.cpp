@@ -533,7 +533,7 @@ void HttpServer::Impl::run_on_worker(const std::shared_ptr<Session>& session, Ro
     case Route::kChat:
     case Route::kResponses: return prepare_completion(session, e, body, route, received_ns);
     case Route::kApplyTemplate: error = apply_template_body(body, chat, out); break;
-    case Route::kTokenize: error = tokenize_body(body, e.tokenizer(), limits, out); break;
+    case Route::kTokenize: error = tokenize_body(body, e.tokenizer(), limits, chat, out); break;
     case Route::kDetokenize: error = detokenize_body(body, e.tokenizer(), limits, out); break;
     default: return;  // answered on the I/O thread
   }

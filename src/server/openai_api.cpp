@@ -443,132 +443,6 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   return std::nullopt;
 }
 
-// Token i's text: the piece the stream gave it (so the pieces join into the
-// choice's text, leading spaces kept), else its decoding alone.
-std::string token_text(const ChoiceOutput& c, size_t i, const Tokenizer& tokenizer) {
-  if (i < c.token_texts.size()) return c.token_texts[i];
-  return tokenizer.decode(std::span<const int32_t>(&c.token_ids[i], 1), false);
-}
-
-std::string alternative_text(int32_t id, const Tokenizer& tokenizer) {
-  return tokenizer.decode(std::span<const int32_t>(&id, 1), false);
-}
-
-json bytes_json(const std::string& text) {
-  json bytes = json::array();
-  for (unsigned char c : text) bytes.push_back(c);
-  return bytes;
-}
-
-// Chat's logprobs: {"content": [{token, logprob, bytes, top_logprobs}]}.
-json chat_logprobs_json(const ChoiceOutput& c, const Tokenizer& tokenizer) {
-  json content = json::array();
-  for (size_t i = 0; i < c.token_ids.size(); ++i) {
-    std::string text = token_text(c, i, tokenizer);
-    json top = json::array();
-    if (i < c.top_logprobs.size())
-      for (const TokenLogprob& t : c.top_logprobs[i]) {
-        std::string alt = alternative_text(t.id, tokenizer);
-        top.push_back({{"token", alt}, {"logprob", t.logprob}, {"bytes", bytes_json(alt)}});
-      }
-    content.push_back({{"token", text}, {"logprob", c.token_logprobs[i]}, {"bytes", bytes_json(text)},
-                       {"top_logprobs", std::move(top)}});
-  }
-  return json{{"content", std::move(content)}};
-}
-
-json logprobs_json(const ChoiceOutput& piece, const Tokenizer& tokenizer) {
-  json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
-  int64_t offset = piece.text_offset;
-  for (size_t i = 0; i < piece.token_ids.size(); ++i) {
-    std::string text = token_text(piece, i, tokenizer);
-    offsets.push_back(offset);
-    offset += static_cast<int64_t>(text.size());
-    tokens.push_back(std::move(text));
-    token_logprobs.push_back(piece.token_logprobs[i]);
-    json alternatives = json::object();
-    if (i < piece.top_logprobs.size())
-      for (const TokenLogprob& t : piece.top_logprobs[i])
-        alternatives[alternative_text(t.id, tokenizer)] = t.logprob;
-    top.push_back(std::move(alternatives));
-  }
-  return json{{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
-}
-
-// llama-server's "timings" names, from the engine's per-request timings.
-json timings_json(const FinishEvent& f) {
-  const RequestTimings& t = f.timings;
-  int32_t prompt_n = f.num_prompt_tokens - f.num_cached_prompt_tokens;
-  double prompt_ms = std::max(0.0, t.first_token_s - t.queue_s) * 1e3;
-  double predicted_ms = std::max(0.0, t.finish_s - t.first_token_s) * 1e3;
-  int32_t predicted_n = f.num_generated_tokens;
-  auto per_token = [](double ms, int32_t n) { return n > 0 ? ms / n : 0.0; };
-  auto per_second = [](double ms, int32_t n) { return ms > 0 ? n * 1e3 / ms : 0.0; };
-  return json{{"cache_n", f.num_cached_prompt_tokens},
-              {"queue_ms", t.queue_s * 1e3},
-              {"prompt_n", prompt_n},
-              {"prompt_ms", prompt_ms},
-              {"prompt_per_token_ms", per_token(prompt_ms, prompt_n)},
-              {"prompt_per_second", per_second(prompt_ms, prompt_n)},
-              {"predicted_n", predicted_n},
-              {"predicted_ms", predicted_ms},
-              {"predicted_per_token_ms", per_token(predicted_ms, predicted_n)},
-              {"predicted_per_second", per_second(predicted_ms, predicted_n)},
-              {"ttft_ms", t.first_token_s * 1e3}};
-}
-
-// OpenAI's message.tool_calls; a stream's delta.tool_calls also number them.
-json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
-  json list = json::array();
-  for (size_t i = 0; i < calls.size(); ++i) {
-    json call{{"id", calls[i].id}, {"type", "function"},
-              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
-    if (indexed) call["index"] = i;
-    list.push_back(std::move(call));
-  }
-  return list;
-}
-
-json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& request, const Tokenizer& tokenizer) {
-  if (request.chat) {
-    json choice{{"index", index}};
-    if (request.stream) {
-      choice["delta"] = c.text.empty() ? json::object() : json{{"content", c.text}};
-      if (!c.tool_calls.empty()) choice["delta"]["tool_calls"] = tool_calls_json(c.tool_calls, true);
-    } else {
-      choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
-      if (!c.tool_calls.empty()) {
-        if (c.text.empty()) choice["message"]["content"] = nullptr;
-        choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, false);
-      }
-    }
-    choice["logprobs"] = request.want_logprobs ? chat_logprobs_json(c, tokenizer) : json(nullptr);
-    if (request.return_token_ids) choice["token_ids"] = c.token_ids;
-    choice["finish_reason"] = !c.finish ? json(nullptr)
-                              : c.tool_calls.empty() ? json(finish_reason_string(c.finish->reason))
-                                                     : json("tool_calls");
-    return choice;
-  }
-  json choice{{"index", index}, {"text", c.text}};
-  choice["logprobs"] = request.want_logprobs ? logprobs_json(c, tokenizer) : json(nullptr);
-  if (request.return_token_ids) choice["token_ids"] = c.token_ids;
-  choice["finish_reason"] = c.finish ? json(finish_reason_string(c.finish->reason)) : json(nullptr);
-  return choice;
-}
-
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
-  return json{{"prompt_tokens", prompt_tokens},
-              {"completion_tokens", completion_tokens},
-              {"total_tokens", prompt_tokens + completion_tokens},
-              {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
-}
-
-// system_fingerprint: the build, as OpenAI's names the backend configuration.
-json head_json(const ResponseMeta& meta) {
-  return json{{"id", meta.id}, {"object", meta.object}, {"created", meta.created}, {"model", meta.model},
-              {"system_fingerprint", "zerolayer-" ZL_VERSION_STRING}};
-}
-
 }  // namespace
 
 ApiError bad_request(std::string param, std::string message, std::string code) {
@@ -663,80 +537,26 @@ ApiError submit_error(const Status& status) {
   }
 }
 
-const char* finish_reason_string(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kAborted: return "abort";
-    case FinishReason::kError: return "error";
-  }
-  return "error";
-}
-
-std::string completion_body(const ResponseMeta& meta, const CompletionRequest& request,
-                            std::span<const ChoiceOutput> choices, const Tokenizer& tokenizer) {
-  json j = head_json(meta);
-  json list = json::array();
-  int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
-  for (size_t i = 0; i < choices.size(); ++i) {
-    const ChoiceOutput& c = choices[i];
-    json choice = choice_json(static_cast<int32_t>(i), c, request, tokenizer);
-    if (c.finish) {
-      choice["timings"] = timings_json(*c.finish);
-      completion_tokens += c.finish->num_generated_tokens;
-      if (i % static_cast<size_t>(request.n) == 0) {  // each prompt counts once, as OpenAI does
-        prompt_tokens += c.finish->num_prompt_tokens;
-        cached_tokens += c.finish->num_cached_prompt_tokens;
-      }
-    }
-    list.push_back(std::move(choice));
-  }
-  j["choices"] = std::move(list);
-  j["usage"] = usage_json(prompt_tokens, completion_tokens, cached_tokens);
-  if (!choices.empty() && choices[0].finish) j["timings"] = timings_json(*choices[0].finish);
-  return dump(j);
-}
-
-std::string completion_chunk(const ResponseMeta& meta, int32_t index, const ChoiceOutput& piece,
-                             const CompletionRequest& request, const Tokenizer& tokenizer) {
-  json j = head_json(meta);
-  j["choices"] = json::array({choice_json(index, piece, request, tokenizer)});
-  if (piece.finish) j["timings"] = timings_json(*piece.finish);
-  return dump(j);
-}
-
-std::string chat_role_chunk(const ResponseMeta& meta, int32_t index) {
-  json j = head_json(meta);
-  json choice{{"index", index}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
-              {"finish_reason", nullptr}};
-  j["choices"] = json::array({std::move(choice)});
-  return dump(j);
-}
-
-std::string usage_chunk(const ResponseMeta& meta, int64_t prompt_tokens, int64_t completion_tokens) {
-  json j = head_json(meta);
-  j["choices"] = json::array();
-  j["usage"] = usage_json(prompt_tokens, completion_tokens, 0);
-  return dump(j);
-}
-
-std::string error_body(const ApiError& error) {
-  json e{{"message", error.message}, {"type", error.type}};
-  e["param"] = error.param.empty() ? json(nullptr) : json(error.param);
-  e["code"] = error.code.empty() ? json(nullptr) : json(error.code);
-  return dump(json{{"error", e}});
-}
-
 std::optional<ApiError> tokenize_body(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
-                                      std::string& out) {
+                                      const ChatSettings& chat, std::string& out) {
   json j;
   if (OptError e = parse_object(body, j)) return e;
-  const json* prompt = find(j, "prompt");
-  if (!prompt) return bad_request("prompt", "prompt is required");
-  if (!prompt->is_string()) return bad_request("prompt", "prompt must be a string");
-  bool add_special = true;
+  // vLLM's two forms: a prompt, or chat messages rendered through the template
+  // (whose text already holds its special tokens: add_special_tokens defaults to false).
+  std::string text;
+  const bool is_chat = find(j, "messages") != nullptr;
+  if (is_chat) {
+    if (OptError e = apply_template_body(body, chat, text)) return e;
+    text = json::parse(text)["prompt"].get<std::string>();
+  } else {
+    const json* prompt = find(j, "prompt");
+    if (!prompt) return bad_request("prompt", "prompt or messages is required");
+    if (!prompt->is_string()) return bad_request("prompt", "prompt must be a string");
+    text = prompt->get<std::string>();
+  }
+  bool add_special = !is_chat;
   if (OptError e = read_bool(j, "add_special_tokens", add_special)) return e;
-  std::vector<int32_t> ids = tokenizer.encode(prompt->get_ref<const std::string&>(), add_special);
+  std::vector<int32_t> ids = tokenizer.encode(text, add_special);
   out = dump(json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", limits.max_seq_len}});
   return std::nullopt;
 }
@@ -760,13 +580,6 @@ std::optional<ApiError> detokenize_body(std::string_view body, const Tokenizer& 
   }
   out = dump(json{{"prompt", tokenizer.decode(ids, false)}});
   return std::nullopt;
-}
-
-std::string models_body(const std::string& served_name, const std::string& root, int64_t created,
-                        int32_t max_model_len, bool one) {
-  json model{{"id", served_name}, {"object", "model"},   {"created", created},
-             {"owned_by", "zerolayer"}, {"root", root}, {"max_model_len", max_model_len}};
-  return one ? dump(model) : dump(json{{"object", "list"}, {"data", json::array({model})}});
 }
 
 }  // namespace zl::server

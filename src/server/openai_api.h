@@ -153,9 +153,10 @@ std::string usage_chunk(const ResponseMeta& meta, int64_t prompt_tokens, int64_t
 
 std::string error_body(const ApiError& error);
 
-// POST /tokenize: {"prompt": text, "add_special_tokens": bool} -> {"tokens", "count", "max_model_len"}.
+// POST /tokenize: {"prompt": text, "add_special_tokens": bool} or {"messages": [...],
+// "add_generation_prompt", ...} (rendered as /apply-template does) -> {"tokens", "count", "max_model_len"}.
 std::optional<ApiError> tokenize_body(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
-                                      std::string& out);
+                                      const ChatSettings& chat, std::string& out);
 // POST /detokenize: {"tokens": [ids]} -> {"prompt": text}.
 std::optional<ApiError> detokenize_body(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
                                         std::string& out);

@@ -251,14 +251,15 @@ TEST_F(OpenAiApiTest, ResponseBodies) {
 
 TEST_F(OpenAiApiTest, TokenizeAndDetokenize) {
   std::string out;
-  ASSERT_FALSE(tokenize_body(R"({"prompt":"Hi","add_special_tokens":false})", *tokenizer_, limits_, out));
+  const ChatSettings no_chat;
+  ASSERT_FALSE(tokenize_body(R"({"prompt":"Hi","add_special_tokens":false})", *tokenizer_, limits_, no_chat, out));
   EXPECT_EQ(json::parse(out), json::parse(R"({"tokens":[72,105],"count":2,"max_model_len":64})"));
   ASSERT_FALSE(detokenize_body(R"({"tokens":[72,105]})", *tokenizer_, limits_, out));
   EXPECT_EQ(json::parse(out)["prompt"], "Hi");
   auto e = detokenize_body(R"({"tokens":[72,600]})", *tokenizer_, limits_, out);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "tokens");
-  e = tokenize_body(R"({"prompt":1})", *tokenizer_, limits_, out);
+  e = tokenize_body(R"({"prompt":1})", *tokenizer_, limits_, no_chat, out);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "prompt");
 }
@@ -305,6 +306,19 @@ TEST_F(ChatApiTest, RendersAndTokenizesTheConversation) {
 TEST_F(ChatApiTest, DefaultsMaxTokensToTheRestOfTheContext) {
   ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"user","content":"Hi"}]})"));
   EXPECT_EQ(request_.max_tokens, limits_.max_seq_len - static_cast<int32_t>(request_.prompts[0].size()));
+}
+
+// /tokenize with messages: the template's rendering, tokenized without
+// adding bos (the text holds what the template wrote).
+TEST_F(ChatApiTest, TokenizeMessages) {
+  std::string out, rendered;
+  const std::string messages = R"("messages":[{"role":"user","content":"Hi"}])";
+  ASSERT_FALSE(tokenize_body("{" + messages + "}", *tokenizer_, limits_, chat_, out));
+  ASSERT_FALSE(apply_template_body("{" + messages + "}", chat_, rendered));
+  const std::vector<int32_t> ids =
+      tokenizer_->encode(json::parse(rendered)["prompt"].get<std::string>(), /*add_special=*/false);
+  EXPECT_EQ(json::parse(out)["tokens"], json(ids));
+  EXPECT_GT(ids.size(), 2u);
 }
 
 TEST_F(ChatApiTest, AssistantToolCallsAndToolMessages) {
