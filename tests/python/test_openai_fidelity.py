@@ -90,7 +90,7 @@ def test_one_model_and_the_fingerprint(chat_server):  # noqa: F811
 
 @pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions"])
 def test_stream_sends_one_chunk_per_token(chat_server, path):  # noqa: F811
-    body = {"max_tokens": 24, "temperature": 0, "ignore_eos": True, "stream": True}
+    body = {"max_tokens": 24, "temperature": 0, "ignore_eos": True, "stream": True, "return_token_ids": True}
     body.update({"prompt": "Hi"} if path == "/v1/completions" else {"messages": [{"role": "user", "content": "Hi"}]})
     status, _, data = chat_server.request("POST", path, body)
     assert status == 200
@@ -98,6 +98,9 @@ def test_stream_sends_one_chunk_per_token(chat_server, path):  # noqa: F811
     if path == "/v1/chat/completions":
         assert chunks[0]["choices"][0]["delta"].get("role") == "assistant"
         chunks = chunks[1:]
-    assert len(chunks) == 24  # however the engine's events were batched into writes
+    # However the engine's events were batched into writes: a token a chunk
+    # (the finish may come alone after the last, as OpenAI's final chunk does).
+    counts = [len(c["choices"][0]["token_ids"]) for c in chunks]
+    assert sum(counts) == 24 and max(counts) == 1 and counts[:24] == [1] * 24
     assert chunks[-1]["choices"][0]["finish_reason"] == "length"
     assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
