@@ -17,4 +17,7 @@ target_include_directories(zl_xgrammar SYSTEM PUBLIC ${ZL_XGRAMMAR_DIR}/include 
                                                      ${ZL_XGRAMMAR_DIR}/3rdparty/dlpack/include)
 target_compile_definitions(zl_xgrammar PUBLIC XGRAMMAR_ENABLE_CPPTRACE=0)
 target_compile_options(zl_xgrammar PRIVATE -w)
+# Its own standard: clang 14 with libstdc++ 12 rejects its std::variant of a
+# type declared later (grammar.cc) under C++20, not under C++17.
+set_target_properties(zl_xgrammar PROPERTIES CXX_STANDARD 17)
 target_link_libraries(zl_xgrammar PUBLIC Threads::Threads)
