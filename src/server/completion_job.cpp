@@ -114,8 +114,15 @@ void CompletionJob::start() {
   writer_->set_on_close([self = shared_from_this()] { self->on_disconnect(); });
   if (!request_.stream) return;
   writer_->begin_stream();
-  if (request_.chat)
-    for (size_t i = 0; i < total; ++i) writer_->write_raw(sse_chunk(chat_role_chunk(meta_, static_cast<int32_t>(i))));
+  for (size_t i = 0; i < total; ++i) {
+    const int32_t index = static_cast<int32_t>(i);
+    if (request_.chat) writer_->write_raw(sse_chunk(chat_role_chunk(meta_, index)));
+    if (!request_.echo) continue;
+    ChoiceOutput prompt;  // echo: the prompt's text, ahead of the first token
+    prompt.text = echo_text(request_, index, tokenizer_);
+    writer_->write_raw(sse_chunk(completion_chunk(meta_, index, prompt, request_, tokenizer_)));
+    choices_[i].text_offset = static_cast<int64_t>(prompt.text.size());
+  }
 }
 
 void CompletionJob::request_abort() {
@@ -185,6 +192,7 @@ void CompletionJob::apply(Node& node) {
   if (!node.is_finish) {
     c.text += node.token.text;
     c.token_ids.push_back(node.token.token);
+    c.num_tokens++;
     if (request_.want_logprobs || request_.stream) c.token_texts.push_back(node.token.text);
     if (request_.want_logprobs) {
       c.token_logprobs.push_back(node.token.logprob);
@@ -237,6 +245,7 @@ void CompletionJob::write_token_chunks(int32_t index, const ChoiceOutput& c) {
       piece.top_logprobs = {c.top_logprobs[k]};
     }
     if (last) piece.finish = c.finish;
+    piece.num_tokens = c.num_tokens - static_cast<int64_t>(c.token_ids.size() - 1 - k);
     offset += piece.text.size();
     writer_->write_raw(sse_chunk(completion_chunk(meta_, index, piece, request_, tokenizer_)));
   }

@@ -252,7 +252,8 @@ OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest
 OptError reject_unsupported(const json& j, int32_t n) {
   if (const json* echo = find(j, "echo")) {
     if (!echo->is_boolean()) return bad_request("echo", "echo must be true or false");
-    if (echo->get<bool>()) return bad_request("echo", "echo=true is not supported; send echo=false or leave it out");
+    if (echo->get<bool>() && find(j, "logprobs"))
+      return bad_request("echo", "echo with logprobs would need the prompt's logprobs, which are not served");
   }
   if (const json* best_of = find(j, "best_of"))
     if (!best_of->is_number_integer() || best_of->get<int64_t>() != n)
@@ -274,6 +275,11 @@ OptError read_stream(const json& j, CompletionRequest& out) {
   if (const json* usage = find(*options, "include_usage")) {
     if (!usage->is_boolean()) return bad_request("stream_options.include_usage", "stream_options.include_usage must be true or false");
     out.include_usage = usage->get<bool>();
+  }
+  if (const json* usage = find(*options, "continuous_usage_stats")) {
+    if (!usage->is_boolean())
+      return bad_request("stream_options.continuous_usage_stats", "stream_options.continuous_usage_stats must be true or false");
+    out.continuous_usage = usage->get<bool>();
   }
   return std::nullopt;
 }
@@ -298,6 +304,7 @@ OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionR
 
 OptError parse_fields(const json& j, const Tokenizer& tokenizer, const ApiLimits& limits, CompletionRequest& out) {
   if (OptError e = parse_common_fields(j, limits, out)) return e;
+  if (OptError e = read_bool(j, "echo", out.echo)) return e;
   // The prompt last: tokenizing is the expensive part, done once the cheap checks passed.
   if (OptError e = read_prompts(j, tokenizer, limits, out.prompts)) return e;
   if (out.prompts.size() * static_cast<size_t>(out.n) > static_cast<size_t>(limits.max_choices))
@@ -404,6 +411,8 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
     want_logprobs = logprobs->get<bool>();
     j.erase("logprobs");
   }
+  if (const json* echo = find(j, "echo"); echo && echo->is_boolean() && echo->get<bool>())
+    return bad_request("echo", "echo is served on /v1/completions, not on chat");
   if (find(j, "top_logprobs") && !want_logprobs)
     return bad_request("top_logprobs", "top_logprobs needs logprobs: true");
   bool has_max = find(j, "max_tokens") || find(j, "max_completion_tokens");

@@ -62,6 +62,8 @@ struct CompletionRequest {
   bool ignore_eos = false;
   bool stream = false;
   bool include_usage = false;              // stream_options.include_usage
+  bool continuous_usage = false;           // stream_options.continuous_usage_stats: usage in every chunk
+  bool echo = false;                       // completions: the prompt's text before the output
   std::string cache_salt;
   int32_t priority = 0;
   float min_token_prob = 0.0f;             // zerolayer extension
@@ -120,7 +122,8 @@ struct ChoiceOutput {
   std::string text;
   std::vector<int32_t> token_ids;
   std::vector<float> token_logprobs;
-  std::vector<std::string> token_texts;    // with logprobs: each token's piece of `text`
+  std::vector<std::string> token_texts;    // with logprobs or a stream: each token's piece of `text`
+  int64_t num_tokens = 0;                  // generated so far, this piece's included
   std::vector<std::vector<TokenLogprob>> top_logprobs;
   int64_t text_offset = 0;                 // bytes of text before this piece (logprobs.text_offset)
   // Chat with a tool parser: streamed text held back while it may be a call,
@@ -146,6 +149,8 @@ std::string completion_body(const ResponseMeta& meta, const CompletionRequest& r
 // One streaming chunk for one choice (finish_reason and timings when finished).
 std::string completion_chunk(const ResponseMeta& meta, int32_t index, const ChoiceOutput& piece,
                              const CompletionRequest& request, const Tokenizer& tokenizer);
+// echo: the prompt of choice `index` as text.
+std::string echo_text(const CompletionRequest& request, int32_t index, const Tokenizer& tokenizer);
 // Chat streams: the first chunk of choice `index`, delta {"role": "assistant", "content": ""}.
 std::string chat_role_chunk(const ResponseMeta& meta, int32_t index);
 // The closing usage chunk (stream_options.include_usage): empty choices.

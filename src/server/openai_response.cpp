@@ -98,6 +98,8 @@ json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
   return list;
 }
 
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
+
 json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& request, const Tokenizer& tokenizer) {
   if (request.chat) {
     json choice{{"index", index}};
@@ -118,11 +120,17 @@ json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& 
                                                      : json("tool_calls");
     return choice;
   }
-  json choice{{"index", index}, {"text", c.text}};
+  // echo: the prompt before the text (a stream sends it in a chunk of its own first).
+  json choice{{"index", index}, {"text", request.echo && !request.stream ? echo_text(request, index, tokenizer) + c.text
+                                                                         : c.text}};
   choice["logprobs"] = request.want_logprobs ? logprobs_json(c, tokenizer) : json(nullptr);
   if (request.return_token_ids) choice["token_ids"] = c.token_ids;
   choice["finish_reason"] = c.finish ? json(finish_reason_string(c.finish->reason)) : json(nullptr);
   return choice;
+}
+
+int64_t prompt_tokens_of(const CompletionRequest& request, int32_t index) {
+  return static_cast<int64_t>(request.prompts[static_cast<size_t>(index / request.n)].size());
 }
 
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
@@ -139,6 +147,10 @@ json head_json(const ResponseMeta& meta) {
 }
 
 }  // namespace
+
+std::string echo_text(const CompletionRequest& request, int32_t index, const Tokenizer& tokenizer) {
+  return tokenizer.decode(request.prompts[static_cast<size_t>(index / request.n)], /*skip_special=*/true);
+}
 
 const char* finish_reason_string(FinishReason reason) {
   switch (reason) {
@@ -179,6 +191,7 @@ std::string completion_chunk(const ResponseMeta& meta, int32_t index, const Choi
   json j = head_json(meta);
   j["choices"] = json::array({choice_json(index, piece, request, tokenizer)});
   if (piece.finish) j["timings"] = timings_json(*piece.finish);
+  if (request.continuous_usage) j["usage"] = usage_json(prompt_tokens_of(request, index), piece.num_tokens, 0);
   return dump(j);
 }
 

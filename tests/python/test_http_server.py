@@ -315,7 +315,7 @@ BAD_FIELDS = [
     ({"prompt": [[1], [2, 1 << 40]]}, "prompt"),
     ({"prompt": "hi", "stop": [f"s{i}" for i in range(1000)]}, "stop"),
     ({"prompt": "hi", "stop": ["x" * 5000]}, "stop"),
-    ({"prompt": "hi", "echo": True}, "echo"),
+    ({"prompt": "hi", "echo": True, "logprobs": 1}, "echo"),
     ({"prompt": "hi", "stream_options": {"include_usage": True}}, "stream_options"),
     ({"prompt": "hi", "logit_bias": {"5": 1}}, "logit_bias"),
 ]

@@ -104,3 +104,23 @@ def test_stream_sends_one_chunk_per_token(chat_server, path):  # noqa: F811
     assert sum(counts) == 24 and max(counts) == 1 and counts[:24] == [1] * 24
     assert chunks[-1]["choices"][0]["finish_reason"] == "length"
     assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
+
+
+def test_echo_and_continuous_usage(chat_server):  # noqa: F811
+    client = chat_server.client()
+    r = client.completions.create(model=MODEL, prompt="Echo me", max_tokens=4, temperature=0, echo=True,
+                                  extra_body={"ignore_eos": True})
+    plain = client.completions.create(model=MODEL, prompt="Echo me", max_tokens=4, temperature=0,
+                                      extra_body={"ignore_eos": True})
+    assert r.choices[0].text == "Echo me" + plain.choices[0].text
+    stream = client.completions.create(model=MODEL, prompt="Echo me", max_tokens=4, temperature=0, echo=True,
+                                       stream=True, stream_options={"include_usage": True,
+                                                                    "continuous_usage_stats": True},
+                                       extra_body={"ignore_eos": True})
+    chunks = list(stream)
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == r.choices[0].text
+    used = [c.usage.completion_tokens for c in chunks if c.choices and c.usage]
+    assert used == sorted(used) and used[-1] == 4 and chunks[-1].usage.completion_tokens == 4
+    status, _, data = chat_server.request("POST", "/v1/completions",
+                                          {"prompt": "x", "echo": True, "logprobs": 1, "max_tokens": 2})
+    assert status == 400 and json.loads(data)["error"]["param"] == "echo"

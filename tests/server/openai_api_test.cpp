@@ -111,7 +111,8 @@ TEST_F(OpenAiApiTest, BadFieldsAreNamed) {
   EXPECT_EQ(param_of(R"({"prompt":"x","stream_options":{"include_usage":true}})"), "stream_options");
   EXPECT_EQ(param_of(R"({"prompt":"x","stream":true,"stream_options":{"include_usage":1}})"),
             "stream_options.include_usage");
-  EXPECT_EQ(param_of(R"({"prompt":"x","echo":true})"), "echo");
+  EXPECT_EQ(param_of(R"({"prompt":"x","echo":true,"logprobs":1})"), "echo");
+  EXPECT_EQ(param_of(R"({"prompt":"x","echo":1})"), "echo");
   EXPECT_EQ(param_of(R"({"prompt":"x","best_of":3})"), "best_of");
   EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1":2}})"), "logit_bias");
   EXPECT_EQ(param_of(R"({"prompt":"x","priority":99999999999})"), "priority");
