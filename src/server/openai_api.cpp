@@ -3,10 +3,13 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "bundle/chat_prompt.h"
+#include "core/log.h"
 #include "server/chat_tools.h"
 #include "server/structured_fields.h"
 
@@ -284,6 +287,28 @@ OptError read_stream(const json& j, CompletionRequest& out) {
   return std::nullopt;
 }
 
+// Fields no code here reads (user, metadata, store, service_tier,
+// parallel_tool_calls, a client's own extensions) change nothing: accepted,
+// as vLLM does, and logged once each (at most 256 names, a hostile client
+// cannot grow the set).
+void note_ignored_fields(const json& j) {
+  static const std::set<std::string, std::less<>> kRead = {
+      "model", "prompt", "messages", "n", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+      "min_p", "seed", "stop", "presence_penalty", "frequency_penalty", "repetition_penalty", "logprobs",
+      "top_logprobs", "ignore_eos", "stream", "stream_options", "cache_salt", "priority", "min_token_prob",
+      "return_token_ids", "echo", "best_of", "suffix", "logit_bias", "response_format", "structured_outputs",
+      "guided_json", "guided_regex", "guided_choice", "guided_grammar", "json_schema", "grammar", "tools",
+      "tool_choice", "chat_template_kwargs", "add_generation_prompt"};
+  static std::mutex mutex;
+  static std::set<std::string, std::less<>> logged;
+  for (const auto& [key, value] : j.items()) {
+    if (kRead.count(key)) continue;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (logged.size() >= 256 || !logged.insert(key).second) continue;
+    log_info("http: request field '", key.substr(0, 64), "' changes nothing here and is ignored (logged once)");
+  }
+}
+
 // The fields /v1/completions and /v1/chat/completions share: all but the prompt.
 OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionRequest& out) {
   if (OptError e = read_string(j, "model", 1024, out.model)) return e;
@@ -299,6 +324,7 @@ OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionR
   if (OptError e = read_field(j, field::kMinTokenProb, out.min_token_prob)) return e;
   if (OptError e = read_bool(j, "return_token_ids", out.return_token_ids)) return e;
   if (OptError e = read_structured_output(j, out.structured_output)) return e;
+  note_ignored_fields(j);
   return std::nullopt;
 }
 
