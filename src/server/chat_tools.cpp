@@ -91,7 +91,7 @@ OptError read_tool_choice(const ojson& body, const ChatSettings& chat, Completio
                                   " both constrain the output; send one");
   out.structured_output.kind = StructuredOutput::Kind::kStructuralTag;
   out.structured_output.field = "tool_choice";
-  out.structured_output.spec = tool_call_structural_tag(*chat.tool_format, tools, true, only);
+  out.structured_output.spec = tool_call_structural_tag(*chat.tool_format, tools, only);
   return std::nullopt;
 }
 

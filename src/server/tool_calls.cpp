@@ -201,32 +201,17 @@ size_t streamable_prefix(ToolCallFormat format, std::string_view text) {
   return text.size();
 }
 
-std::string tool_call_structural_tag(ToolCallFormat format, const ojson& tools, bool required,
-                                     const std::string& only) {
+std::string tool_call_structural_tag(ToolCallFormat format, const ojson& tools, const std::string& only) {
   ojson tags = ojson::array();
   for (const ojson& tool : tools)
     if (only.empty() || tool.at("function").at("name") == only) tags.push_back(tag_for(format, tool));
-  ojson body;
-  if (required) {
-    const char* separator = format == ToolCallFormat::kHermes ? "\n" : format == ToolCallFormat::kMistral ? ", " : "; ";
-    body = ojson{{"type", "tags_with_separator"}, {"tags", tags}, {"separator", separator},
-                 {"at_least_one", true}, {"stop_after_first", false}};
-    if (format == ToolCallFormat::kMistral) {
-      body = ojson{{"type", "sequence"},
-                   {"elements", ojson::array({ojson{{"type", "const_string"}, {"value", "["}}, body,
-                                              ojson{{"type", "const_string"}, {"value", "]"}}})}};
-    }
-  } else {
-    const char* trigger = format == ToolCallFormat::kHermes ? "<tool_call>" : "{\"name\": ";
-    if (format == ToolCallFormat::kMistral) {
-      for (ojson& tag : tags) {
-        tag["begin"] = "[" + tag["begin"].get<std::string>();
-        tag["end"] = tag["end"].get<std::string>() + "]";
-      }
-      trigger = "[{\"name\": ";
-    }
-    body = ojson{{"type", "triggered_tags"}, {"triggers", ojson::array({trigger})}, {"tags", tags},
-                 {"at_least_one", false}, {"stop_after_first", false}};
+  const char* separator = format == ToolCallFormat::kHermes ? "\n" : format == ToolCallFormat::kMistral ? ", " : "; ";
+  ojson body{{"type", "tags_with_separator"}, {"tags", tags}, {"separator", separator},
+             {"at_least_one", true}, {"stop_after_first", false}};
+  if (format == ToolCallFormat::kMistral) {  // one JSON array of the calls
+    body = ojson{{"type", "sequence"},
+                 {"elements", ojson::array({ojson{{"type", "const_string"}, {"value", "["}}, body,
+                                            ojson{{"type", "const_string"}, {"value", "]"}}})}};
   }
   return ojson{{"type", "structural_tag"}, {"format", body}}.dump();
 }

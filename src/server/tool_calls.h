@@ -8,8 +8,8 @@
 // parse_tool_calls() turns a finished output into content and calls;
 // streamable_prefix() says how much of a stream may go out as content before
 // its end is known; tool_call_structural_tag() is the grammar (an xgrammar
-// structural tag) that makes the calls well-formed, and with tool_choice
-// "required" or a named function, makes them happen.
+// structural tag) that, for tool_choice "required" or a named function,
+// makes the output well-formed calls.
 #pragma once
 
 #include <cstddef>
@@ -49,11 +49,11 @@ ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text);
 size_t streamable_prefix(ToolCallFormat format, std::string_view text);
 
 // The structural tag (xgrammar's JSON) over `tools` (OpenAI's list of
-// {"type": "function", "function": {"name", "parameters"}}): with
-// `required`, the output is one or more calls and nothing else; without, the
-// text is free until a call begins, and the call is then well-formed. `only`
-// (non-empty) limits the calls to that function.
-std::string tool_call_structural_tag(ToolCallFormat format, const nlohmann::ordered_json& tools, bool required,
+// {"type": "function", "function": {"name", "parameters"}}) that makes the
+// output one or more calls and nothing else (tool_choice "required"), each
+// call's arguments valid under its function's parameters. `only`
+// (non-empty) limits the calls to that function (a named tool_choice).
+std::string tool_call_structural_tag(ToolCallFormat format, const nlohmann::ordered_json& tools,
                                      const std::string& only);
 
 }  // namespace zl::server

@@ -98,15 +98,16 @@ TEST(ToolCallsTest, StructuralTagNamesOnlyTheChosenFunction) {
   const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(R"([
     {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}},
     {"type": "function", "function": {"name": "b"}}])");
-  const json all = json::parse(tool_call_structural_tag(ToolCallFormat::kHermes, tools, true, ""));
+  const json all = json::parse(tool_call_structural_tag(ToolCallFormat::kHermes, tools, ""));
   EXPECT_EQ(all["type"], "structural_tag");
   EXPECT_EQ(all["format"]["type"], "tags_with_separator");
   EXPECT_EQ(all["format"]["tags"].size(), 2u);
-  const json one = json::parse(tool_call_structural_tag(ToolCallFormat::kHermes, tools, true, "b"));
+  const json one = json::parse(tool_call_structural_tag(ToolCallFormat::kHermes, tools, "b"));
   ASSERT_EQ(one["format"]["tags"].size(), 1u);
   EXPECT_EQ(one["format"]["tags"][0]["begin"], "<tool_call>\n{\"name\": \"b\", \"arguments\": ");
-  const json any = json::parse(tool_call_structural_tag(ToolCallFormat::kMistral, tools, false, ""));
-  EXPECT_EQ(any["format"]["type"], "triggered_tags");
+  const json mistral = json::parse(tool_call_structural_tag(ToolCallFormat::kMistral, tools, ""));
+  EXPECT_EQ(mistral["format"]["type"], "sequence");  // "[", the calls, "]"
+  EXPECT_EQ(mistral["format"]["elements"][0]["value"], "[");
 }
 
 }  // namespace
