@@ -184,9 +184,9 @@ std::optional<ojson> ResponseStore::get(const std::string& id) const {
   return it->second->messages;
 }
 
-OptError responses_to_chat(std::string_view body, const ResponseStore& store, ojson& chat, ResponsesRequest& out) {
-  ojson j = ojson::parse(body, nullptr, false);
-  if (!j.is_object()) return bad_request("", "the request body is not a JSON object");
+namespace {
+
+OptError convert(const ojson& j, const ResponseStore& store, ojson& chat, ResponsesRequest& out) {
   chat = ojson::object();
   if (j.contains("model")) chat["model"] = j["model"];
   ojson messages = ojson::array();
@@ -229,6 +229,20 @@ OptError responses_to_chat(std::string_view body, const ResponseStore& store, oj
                    {"store", out.store},
                    {"metadata", j.value("metadata", ojson::object())}};
   return std::nullopt;
+}
+
+}  // namespace
+
+OptError responses_to_chat(std::string_view body, const ResponseStore& store, ojson& chat, ResponsesRequest& out) {
+  ojson j = ojson::parse(body, nullptr, false);
+  if (!j.is_object()) return bad_request("", "the request body is not a JSON object");
+  // A field of an unexpected type makes nlohmann's value() throw: a 400, as
+  // parse_chat_request answers it, never an exception out of the worker.
+  try {
+    return convert(j, store, chat, out);
+  } catch (const std::exception& e) {
+    return bad_request("", std::string("invalid request: ") + e.what());
+  }
 }
 
 std::string response_body(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput& c,

@@ -116,3 +116,15 @@ def test_openai_agents_runs_with_a_tool(server):
     result = asyncio.run(agents.Runner.run(agent, "Weather in Paris?", max_turns=4))
     assert calls, "the agent called no tool"
     assert result.final_output == "sunny"
+
+
+@pytest.mark.parametrize("body", [
+    {"input": "x", "stream": "yes"}, {"input": "x", "store": 1}, {"input": [{"type": 5}]},
+    {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {"a": 1}}]},
+    {"input": "x", "text": {"format": {"type": 7}}}, {"input": "x", "tools": [{"type": "function", "name": 3}]},
+])
+def test_fields_of_the_wrong_type_are_400s(server, body):
+    status, _, data = server.request("POST", "/v1/responses", {"model": MODEL, "max_output_tokens": 2, **body})
+    assert status == 400, data
+    status, _, _ = server.request("GET", "/health")
+    assert status == 200  # the server lives on
