@@ -39,11 +39,11 @@ zl_layer(tokenizer PUBLIC zl_core
          PRIVATE nlohmann_json::nlohmann_json PkgConfig::PCRE2 PkgConfig::SENTENCEPIECE PkgConfig::UTF8PROC)
 zl_layer(jinja PUBLIC zl_core nlohmann_json::nlohmann_json)
 zl_layer(bundle PUBLIC zl_model zl_tokenizer zl_jinja zl_core)
-zl_layer(engine PUBLIC zl_model zl_tokenizer zl_core PRIVATE zl_bundle zl_kernels zl_xgrammar PkgConfig::XXHASH)
+zl_layer(engine PUBLIC zl_model zl_tokenizer zl_core PRIVATE zl_bundle zl_kernels zl_xgrammar PkgConfig::XXHASH PkgConfig::ZMQ)
 # The server and the transport use the engine only through
 # include/zerolayer/engine.h: they link it without its headers (LINK_ONLY).
 zl_layer(server PUBLIC zl_bundle zl_jinja zl_tokenizer zl_core
-         PRIVATE $<LINK_ONLY:zl_engine> Boost::system nlohmann_json::nlohmann_json)
+         PRIVATE $<LINK_ONLY:zl_engine> Boost::system OpenSSL::SSL OpenSSL::Crypto nlohmann_json::nlohmann_json)
 # Responses' system_fingerprint names the build.
 target_compile_definitions(zl_server PRIVATE ZL_VERSION_STRING="${PROJECT_VERSION}")
 zl_layer(transport PUBLIC zl_core PRIVATE $<LINK_ONLY:zl_engine> zl_bundle zl_tokenizer)

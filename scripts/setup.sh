@@ -11,7 +11,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 python3-venv
   libgtest-dev libcli11-dev nlohmann-json3-dev libpcre2-dev
   libsentencepiece-dev libutf8proc-dev libxxhash-dev
-  libboost1.81-dev libboost-system1.81-dev libssl-dev
+  libboost1.81-dev libboost-system1.81-dev libssl-dev libzmq3-dev
 )
 
 scripts/apt_install.sh "${PACKAGES[@]}"

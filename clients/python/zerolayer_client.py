@@ -1,7 +1,7 @@
 """Pure-Python client for zerolayer's shared-memory transport.
 
     import zerolayer_client as zl
-    with zl.connect("/zerolayer") as client:
+    with zl.connect("/zerolayer-8000") as client:  # serve --port 8000
         for ev in client.stream(prompt="Hello", max_new_tokens=16, temperature=0):
             print(ev.text, end="")
         result = client.generate(prompt=[1, 2, 3], max_new_tokens=8)
@@ -431,5 +431,5 @@ def _encode_chat(messages):
     return b"".join(parts)
 
 
-def connect(name="/zerolayer"):
+def connect(name="/zerolayer-8000"):
     return Client(name)

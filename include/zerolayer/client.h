@@ -1,7 +1,7 @@
 /* zerolayer shared-memory client, C API (libzerolayer_client.so / .a).
  *
  *   zl_client* c;
- *   if (zl_client_connect("/zerolayer", &c) != ZL_OK) ...;
+ *   if (zl_client_connect("/zerolayer-8000", &c) != ZL_OK) ...;
  *   zl_request req; zl_request_init(&req);
  *   req.prompt_text = "Hello"; req.prompt_text_bytes = 5; req.max_new_tokens = 16;
  *   uint64_t id; zl_client_submit(c, &req, &id);

@@ -32,6 +32,9 @@ namespace zl {
 
 class Tokenizer;  // tokenizer/tokenizer.h, inside the engine's libraries
 
+// The default KV pool's bound, as a share of the machine's total memory.
+inline constexpr double kDefaultKvShareOfMemory = 0.25;
+
 struct EngineConfig {
   std::string model;                  // a model directory, a .gguf file or dummy:NAME[:SEED]
   std::string tokenizer;              // overrides the model's tokenizer
@@ -44,8 +47,13 @@ struct EngineConfig {
   int32_t max_num_seqs = 256;         // sequences in one batch at most
   int32_t max_num_batched_tokens = 2048;  // tokens in one forward pass at most
   int32_t max_num_waiting = 4096;     // queue bound; submit fails beyond it
-  int64_t kv_cache_bytes = 0;         // KV pool size; 0: kv_cache_fraction of free memory
-  double kv_cache_fraction = 0.25;    // used when kv_cache_bytes == 0
+  // KV pool size (CPU): kv_cache_bytes when > 0; else kv_cache_fraction of
+  // the machine's total memory when > 0; else (the default) what
+  // max_num_seqs sequences of the full context need, at most
+  // kDefaultKvShareOfMemory of total memory. On CUDA a fraction is of the
+  // device memory left after the weights (0: 0.9 of it).
+  int64_t kv_cache_bytes = 0;
+  double kv_cache_fraction = 0.0;
   int32_t block_size = 16;            // tokens per KV block
   // How keys and values are stored (see KvCacheDtype): auto is 16 bits. On a
   // CUDA device the KV is bf16, and only auto or bf16 are accepted.
@@ -67,6 +75,13 @@ struct EngineConfig {
   // after that pass) as soon as it ends. A sequence that stops meanwhile
   // computes its queued row (or prefill chunk), which is dropped.
   bool overlap_scheduling = true;
+  // KV-cache events for routers (vLLM's KVEventBatch over ZMQ, as
+  // vllm-router --policy kv_aware reads them): the PUB endpoint to bind
+  // ("": none, e.g. tcp://*:5557), an optional replay (ROUTER) endpoint, and
+  // the topic of every message.
+  std::string kv_events_endpoint;
+  std::string kv_events_replay_endpoint;
+  std::string kv_events_topic;
   WeightFormat weight_format;         // --dtype / --quantization conversion at load
   std::function<void(int, int)> load_progress;  // (tensors done, total), while loading
 };

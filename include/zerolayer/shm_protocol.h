@@ -2,7 +2,7 @@
  * (Version 2 added a request's structured output: structured_kind and
  * structured_bytes, the spec last in the payload.)
  *
- * One POSIX shared-memory segment (shm_open name, default "/zerolayer",
+ * One POSIX shared-memory segment (shm_open name, default "/zerolayer-<port>",
  * created by the server with O_CREAT|O_EXCL and mode 0600) holds, in order:
  *
  *   [zl_shm_header]                 4096 bytes at offset 0

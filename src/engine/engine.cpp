@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <thread>
 
 #include "bundle/model_loader.h"
@@ -20,6 +21,7 @@
 #include "engine/engine_core.h"
 #include "engine/grammar.h"
 #include "engine/inbox.h"
+#include "engine/kv_events.h"
 #include "engine/stats_publisher.h"
 #include "model/llama_cuda.h"
 
@@ -29,14 +31,49 @@ namespace {
 // How long the idle engine spins before sleeping (~50 µs of pause loops).
 constexpr int kIdleSpinIterations = 2000;
 
-int64_t available_memory_bytes() {
+struct MemoryInfo {
+  int64_t total = int64_t{16} << 30;  // when /proc/meminfo cannot be read
+  int64_t available = int64_t{4} << 30;
+};
+
+MemoryInfo memory_info() {
+  MemoryInfo m;
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
   int64_t kib = 0;
   std::string unit;
-  while (meminfo >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
-  return int64_t{4} << 30;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemTotal:") m.total = kib * 1024;
+    if (key == "MemAvailable:") m.available = kib * 1024;
+  }
+  return m;
+}
+
+// The CPU KV pool's bytes (see EngineConfig::kv_cache_bytes); says at start
+// where the figure came from, since it decides how many sequences fit.
+int64_t kv_budget_bytes(const EngineConfig& config, int64_t bytes_per_token, int64_t context) {
+  const MemoryInfo memory = memory_info();
+  const auto gib = [](int64_t bytes) { return str_cat(std::fixed, std::setprecision(1), bytes / double(1 << 30), " GiB"); };
+  int64_t budget = 0;
+  if (config.kv_cache_bytes > 0) {
+    budget = config.kv_cache_bytes;
+    log_info("engine: KV pool of ", gib(budget), " (--kv-cache-memory)");
+  } else if (config.kv_cache_fraction > 0) {
+    budget = static_cast<int64_t>(config.kv_cache_fraction * memory.total);
+    log_info("engine: KV pool of ", gib(budget), ", ", config.kv_cache_fraction, " of ", gib(memory.total),
+             " total memory (--kv-cache-memory)");
+  } else {
+    const int64_t wanted = bytes_per_token * context * config.max_num_seqs;
+    const int64_t cap = static_cast<int64_t>(kDefaultKvShareOfMemory * memory.total);
+    budget = std::min(wanted, cap);
+    log_info("engine: KV pool of ", gib(budget), ": ", config.max_num_seqs, " sequences x ", context, " tokens x ",
+             bytes_per_token, " bytes need ", gib(wanted), wanted > cap ? ", capped at " : ", under the cap of ",
+             kDefaultKvShareOfMemory, " of ", gib(memory.total), " total memory (--kv-cache-memory sets it)");
+  }
+  if (budget > memory.available)
+    log_warn("engine: the KV pool (", gib(budget), ") exceeds the memory available now (", gib(memory.available),
+             "); requests may fail to get pages later");
+  return budget;
 }
 
 // Identifies the weights for cache salts: the config, and each tensor's
@@ -64,8 +101,8 @@ Status validate_config(const EngineConfig& c) {
   if (c.max_num_waiting < 1) return invalid_argument("max_num_waiting must be >= 1, got ", c.max_num_waiting);
   if (c.block_size < 1 || c.block_size > 1024) return invalid_argument("block_size must be in [1, 1024], got ", c.block_size);
   if (c.kv_cache_bytes < 0) return invalid_argument("kv_cache_memory must be positive, got ", c.kv_cache_bytes);
-  if (!(c.kv_cache_fraction > 0.0 && c.kv_cache_fraction <= 1.0))
-    return invalid_argument("the KV cache fraction must be in (0, 1], got ", c.kv_cache_fraction);
+  if (!(c.kv_cache_fraction >= 0.0 && c.kv_cache_fraction <= 1.0))
+    return invalid_argument("the KV cache fraction must be in (0, 1] (0: the default size), got ", c.kv_cache_fraction);
   if (c.max_seq_len < 0) return invalid_argument("max_seq_len must be >= 0, got ", c.max_seq_len);
   return ok_status();
 }
@@ -166,6 +203,7 @@ class Engine::Impl {
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<KvCache> cache;
   std::unique_ptr<OutputStage> output;  // events to sinks, on its own thread
+  std::unique_ptr<KvEventPublisher> kv_events;  // outlives core, whose pool writes its queue
   std::unique_ptr<EngineCore> core;
   std::unique_ptr<StatsPublisher> publisher;  // engine thread; set while a stats region is attached
   uint64_t fingerprint = 0;
@@ -203,9 +241,8 @@ Status Engine::Impl::load() {
     ZL_ASSIGN_OR_RETURN(kv.num_blocks, attach_cuda(mc));
     kv.block_bytes = KvCache::block_bytes(mc, config.block_size, mc.num_layers, kv_dtype);
   } else {
-    // KV pool: the configured bytes (or a fraction of free memory).
-    const int64_t budget = config.kv_cache_bytes > 0 ? config.kv_cache_bytes
-                                                     : static_cast<int64_t>(config.kv_cache_fraction * available_memory_bytes());
+    const int64_t bytes_per_token = KvCache::block_bytes(mc, config.block_size, mc.num_layers, kv_dtype) / config.block_size;
+    const int64_t budget = kv_budget_bytes(config, bytes_per_token, mc.max_seq_len);
     ZL_ASSIGN_OR_RETURN(kv, plan_kv_layout(mc, config, kv_dtype, budget));
     ZL_ASSIGN_OR_RETURN(cache, KvCache::create(mc, static_cast<int32_t>(kv.num_blocks), config.block_size,
                                                static_cast<int32_t>(kv.num_window_slots), kv_dtype));
@@ -225,6 +262,14 @@ Status Engine::Impl::load() {
   output->start_thread();
   grammars = std::make_unique<GrammarCompiler>(*source.tokenizer, mc.vocab_size, eos);
   core = std::make_unique<EngineCore>(config, *model, *cache, std::move(eos), output.get());
+  if (!config.kv_events_endpoint.empty()) {
+    KvEventsConfig events{config.kv_events_endpoint, config.kv_events_replay_endpoint, config.kv_events_topic,
+                          config.block_size};
+    ZL_ASSIGN_OR_RETURN(kv_events, KvEventPublisher::start(events));
+    core->set_kv_event_queue(&kv_events->queue());
+    log_info("engine: KV-cache events on ", config.kv_events_endpoint,
+             config.kv_events_replay_endpoint.empty() ? "" : ", replay on " + config.kv_events_replay_endpoint);
+  }
   fingerprint = model_fingerprint(source);
   info.name = config.model;
   info.path = source.path;
@@ -255,7 +300,7 @@ StatusOr<int64_t> Engine::Impl::attach_cuda(const ModelConfig& mc) {
   options.max_num_seqs = config.max_num_seqs;
   options.block_size = config.block_size;
   options.kv_cache_bytes = config.kv_cache_bytes;
-  options.kv_cache_fraction = config.kv_cache_fraction;
+  options.kv_cache_fraction = config.kv_cache_fraction > 0 ? config.kv_cache_fraction : 0.9;
   options.batch_invariant = config.batch_invariant;
   ZL_ASSIGN_OR_RETURN(std::unique_ptr<CudaLlamaModel> cuda_model, CudaLlamaModel::create(mc, weights, options));
   log_info("engine: ", cuda_model->description());

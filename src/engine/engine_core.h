@@ -84,6 +84,8 @@ class EngineCore {
 
   EngineStats stats() const;
   const KvPool& pool() const { return state_.pool; }
+  // Before the engine thread starts: where the pool's KV events go (kv_events.h).
+  void set_kv_event_queue(KvEventQueue* queue) { state_.pool.set_event_queue(queue); }
   const EngineMetrics& metrics() const { return state_.metrics; }
   // The request log writes a stats region's ring of requests (StatsPublisher).
   RequestLog& request_log() { return state_.metrics.request_log; }

@@ -25,6 +25,7 @@
 #include "core/check.h"
 #include "core/fault.h"
 #include "engine/block_runs.h"
+#include "engine/kv_events.h"
 #include "engine/signature_index.h"
 #include "engine/signature_stats.h"
 
@@ -91,6 +92,7 @@ struct KvPool::Impl {
   // moved_to[src] = dst for each block a compaction moves.
   std::vector<int32_t> moved_to;
   SignatureIndex index;  // at most one entry per block
+  KvEventQueue* events = nullptr;  // gains and losses of `index`, for routers
   BlockRuns free_runs;   // free blocks
   BlockRuns avail_runs;  // free or cached blocks: where extents may go
   int32_t lru_head = kNone;  // least recently released cached block
@@ -176,6 +178,7 @@ void KvPool::Impl::evict(int32_t b) {
   Block& block = blocks[b];
   CHECK(block.refcount == 0 && block.indexed) << "evicting block " << b << " that is not cached";
   index.erase(block.signature);
+  if (events) events->removed(block.signature);
   block.indexed = false;
   uncache(b);
   ++num_evictions;
@@ -459,6 +462,8 @@ void KvPool::decode_beyond_reserved(const SeqBlocks& seq) {
   __builtin_unreachable();
 }
 
+void KvPool::set_event_queue(KvEventQueue* queue) { impl_->events = queue; }
+
 int64_t KvPool::ahead_slots() const { return impl_->ahead_slots - num_decode_commits_; }
 
 KvPool::PreparedSign KvPool::prepare_sign(SeqBlocks& seq, std::span<const int32_t> tokens) const {
@@ -466,8 +471,9 @@ KvPool::PreparedSign KvPool::prepare_sign(SeqBlocks& seq, std::span<const int32_
   const int32_t i = seq.num_signed_blocks;
   CHECK(has_block_to_sign(seq) && (i + 1) * int64_t{bs} <= static_cast<int64_t>(tokens.size()))
       << "block " << i << " of a sequence with " << seq.num_computed_tokens << " computed tokens";
-  PreparedSign sign{&seq, sign_block(seq.last_signature, tokens.subspan(static_cast<size_t>(i) * bs, bs), seq.salt),
-                    seq.table[static_cast<size_t>(i)]};
+  const std::span<const int32_t> block_tokens = tokens.subspan(static_cast<size_t>(i) * bs, bs);
+  PreparedSign sign{&seq, sign_block(seq.last_signature, block_tokens, seq.salt), seq.table[static_cast<size_t>(i)],
+                    block_tokens.data()};
   impl_->index.prefetch(sign.signature);
   __builtin_prefetch(&impl_->blocks[static_cast<size_t>(sign.block)], 1);
   return sign;
@@ -481,6 +487,8 @@ void KvPool::apply_sign(const PreparedSign& sign) {
   if (p.index.insert(sign.signature, sign.block)) {
     p.blocks[sign.block].indexed = true;
     p.blocks[sign.block].signature = sign.signature;
+    if (p.events) [[unlikely]]
+      p.events->stored(sign.signature, seq.num_signed_blocks > 0 ? &seq.last_signature : nullptr, sign.tokens);
   }
   seq.last_signature = sign.signature;
   ++seq.num_signed_blocks;

@@ -42,6 +42,7 @@
 
 namespace zl {
 
+class KvEventQueue;
 class SignatureStats;
 
 struct BlockSignature {
@@ -117,6 +118,8 @@ class KvPool {
   KvPool& operator=(const KvPool&) = delete;
 
   const KvPoolConfig& config() const { return config_; }
+  // Where the prefix index's gains and losses go (kv_events.h), or nullptr.
+  void set_event_queue(KvEventQueue* queue);
 
   // Reuses the longest chain of cached full blocks matching `prompt` (never
   // the whole prompt: at least its last token is left to compute, since its
@@ -165,6 +168,7 @@ class KvPool {
     SeqBlocks* seq;
     BlockSignature signature;
     int32_t block;
+    const int32_t* tokens;  // the block's, for its KV event
   };
   bool has_block_to_sign(const SeqBlocks& seq) const {
     return (seq.num_signed_blocks + 1) * config_.block_size <= seq.num_computed_tokens;

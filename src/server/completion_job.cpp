@@ -173,6 +173,7 @@ void CompletionJob::drain() {
     if (all_finished) complete();
     return;
   }
+  if (all_finished) writer_->note_usage(usage());
   if (request_.stream) {
     write_stream_pieces();
     if (!all_finished) return;
@@ -299,6 +300,14 @@ void CompletionJob::answer_response() {
   writer_->begin_stream();
   writer_->write_raw(http_chunk(response_events(meta_, r, choices_[0])));
   writer_->end_stream();
+}
+
+AccessUsage CompletionJob::usage() const {
+  AccessUsage u{true, prompt_tokens_, completion_tokens_, -1};
+  for (const ChoiceOutput& c : choices_)
+    if (c.finish && c.num_tokens > 0 && (u.first_token_s < 0 || c.finish->timings.first_token_s < u.first_token_s))
+      u.first_token_s = c.finish->timings.first_token_s;
+  return u;
 }
 
 void CompletionJob::complete() {

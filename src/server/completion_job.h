@@ -99,6 +99,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void answer_response();
   void answer_whole();
   void complete();
+  AccessUsage usage() const;
 
   JobContext context_;
   std::shared_ptr<ResponseWriter> writer_;

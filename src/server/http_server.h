@@ -8,14 +8,18 @@
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (400 when the model
 // has no chat template), POST /apply-template, GET /v1/models, GET /health,
-// GET /metrics, POST /tokenize, POST /detokenize. With an API key, every
-// route but /health wants "Authorization: Bearer <key>". Errors use
-// OpenAI's error shape.
+// GET /metrics, POST /tokenize, POST /detokenize, POST /v1/responses. With
+// an API key, every route but /health and /metrics (unless
+// metrics_require_key) wants "Authorization: Bearer <key>". Errors use
+// OpenAI's error shape. Every response carries X-Request-Id (the client's,
+// or one made here) and, for an allowed origin, CORS headers; each request
+// leaves an access-log line (http_session.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "zerolayer/device.h"
 #include "zerolayer/status.h"
@@ -54,6 +58,14 @@ struct HttpServerConfig {
   // default, core/gpu_counters.h).
   Device device;
   std::string nvml_library;
+  // With an api_key, /metrics wants it too (default: open, for scrapers).
+  bool metrics_require_key = false;
+  // CORS: origins allowed to call from a browser ("*": any); empty: no CORS headers.
+  std::vector<std::string> allowed_origins;
+  // HTTPS when both are set (PEM files, OpenSSL through Boost.Beast).
+  std::string ssl_certfile;
+  std::string ssl_keyfile;
+  bool access_log = true;  // one line per request on stderr (access_log.h)
 };
 
 class HttpServer {
@@ -65,8 +77,13 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   int32_t port() const;
+  const char* scheme() const;  // "http", or "https" with TLS
   // Once, after the model has loaded. The engine must outlive the server's shutdown().
   void attach_engine(Engine& engine);
+  // Stops accepting; new requests get 503 ("shutting down", /health
+  // "draining") while those in flight go on. idle(): none is left.
+  void begin_drain();
+  bool idle() const;
   // Stops accepting, aborts the requests in flight (streams get their final
   // chunk and [DONE]), waits up to timeout_s for those responses to go out,
   // then closes every connection and joins the I/O threads.

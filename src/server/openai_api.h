@@ -167,6 +167,11 @@ std::optional<ApiError> detokenize_body(std::string_view body, const Tokenizer& 
                                         std::string& out);
 
 // GET /v1/models (the list), or GET /v1/models/{id} (`one`: the model alone).
+// POST /v1/completions/render and /v1/chat/completions/render (vLLM's; what
+// vllm-router's kv_aware policy asks every replica before routing): the
+// prompt token ids a request would run on, [{"token_ids": [...]}, ...] per
+// prompt, or {"token_ids": [...]} for chat.
+std::string render_body(const CompletionRequest& request, bool chat);
 std::string models_body(const std::string& served_name, const std::string& root, int64_t created,
                         int32_t max_model_len, bool one = false);
 

@@ -148,6 +148,13 @@ json head_json(const ResponseMeta& meta) {
 
 }  // namespace
 
+std::string render_body(const CompletionRequest& request, bool chat) {
+  if (chat) return dump(json{{"token_ids", request.prompts.at(0)}});
+  json out = json::array();
+  for (const std::vector<int32_t>& prompt : request.prompts) out.push_back(json{{"token_ids", prompt}});
+  return dump(out);
+}
+
 std::string echo_text(const CompletionRequest& request, int32_t index, const Tokenizer& tokenizer) {
   return tokenizer.decode(request.prompts[static_cast<size_t>(index / request.n)], /*skip_special=*/true);
 }

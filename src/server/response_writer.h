@@ -8,6 +8,7 @@
 // and never blocks for long (it queues a handler).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -16,6 +17,14 @@
 namespace zl::server {
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+// What a completion used, for the access log.
+struct AccessUsage {
+  bool ran = false;               // a completion job answered
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double first_token_s = -1;      // engine submit to first token; -1: none
+};
 
 class ResponseWriter {
  public:
@@ -35,6 +44,8 @@ class ResponseWriter {
   virtual void set_on_close(std::function<void()> fn) = 0;
   // Runs fn on the connection's strand. Any thread.
   virtual void post(std::function<void()> fn) = 0;
+  // Before the last write of a completion: what it used, for the access log.
+  virtual void note_usage(const AccessUsage& usage) = 0;
 };
 
 }  // namespace zl::server

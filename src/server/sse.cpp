@@ -4,12 +4,14 @@
 
 namespace zl::server {
 
-std::string sse_response_head() {
-  return "HTTP/1.1 200 OK\r\n"
-         "Content-Type: text/event-stream\r\n"
-         "Cache-Control: no-cache\r\n"
-         "Transfer-Encoding: chunked\r\n"
-         "Connection: keep-alive\r\n\r\n";
+std::string sse_response_head(std::string_view extra_headers) {
+  std::string head =
+      "HTTP/1.1 200 OK\r\n"
+      "Content-Type: text/event-stream\r\n"
+      "Cache-Control: no-cache\r\n"
+      "Transfer-Encoding: chunked\r\n";
+  head += extra_headers;
+  return head + "Connection: keep-alive\r\n\r\n";
 }
 
 namespace {

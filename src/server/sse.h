@@ -9,8 +9,9 @@
 
 namespace zl::server {
 
-// The response head of an SSE stream (chunked, kept alive).
-std::string sse_response_head();
+// The response head of an SSE stream (chunked, kept alive), with
+// `extra_headers` ("Name: value\r\n" lines) before its end.
+std::string sse_response_head(std::string_view extra_headers = {});
 // One SSE event carrying `payload` (JSON), framed as one HTTP chunk.
 std::string sse_chunk(std::string_view payload);
 // Events already written out ("event: ...\ndata: ...\n\n"), as one HTTP chunk.

@@ -86,6 +86,17 @@ Occupant inspect(const std::string& name, int32_t* pid_out, std::string* why) {
   return result;
 }
 
+// An error for a name held by a live server or by something not ours.
+Status refuse_occupant(Occupant occupant, const std::string& name, int32_t pid, const std::string& why) {
+  if (occupant == Occupant::kLive)
+    return invalid_argument("shared-memory segment ", name, " is in use by a live zerolayer server (pid ", pid,
+                            "); pick another --shm-name or stop that server");
+  if (occupant == Occupant::kForeign || occupant == Occupant::kZeroed)
+    return invalid_argument("shared-memory name ", name, " is taken and ", why,
+                            "; pick another --shm-name, or remove /dev/shm", name, " if it is garbage");
+  return ok_status();
+}
+
 // Opens `name` exclusively, replacing a stale zerolayer segment once.
 StatusOr<int> open_exclusive(const std::string& name) {
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -102,12 +113,7 @@ StatusOr<int> open_exclusive(const std::string& name) {
       occupant = inspect(name, &pid, &why);
       if (occupant == Occupant::kEmpty || occupant == Occupant::kUnfinished) occupant = Occupant::kStale;
     }
-    if (occupant == Occupant::kLive)
-      return invalid_argument("shared-memory segment ", name, " is in use by a live zerolayer server (pid ", pid,
-                              "); pick another --shm-name or stop that server");
-    if (occupant == Occupant::kForeign || occupant == Occupant::kZeroed)
-      return invalid_argument("shared-memory name ", name, " is taken and ", why,
-                              "; pick another --shm-name, or remove /dev/shm", name, " if it is garbage");
+    ZL_RETURN_IF_ERROR(refuse_occupant(occupant, name, pid, why));
     log_warn("shm: replacing the stale segment ", name, ": ", why);
     shm_unlink(name.c_str());
   }
@@ -132,6 +138,16 @@ bool names_this_segment(const std::string& name, int32_t pid, uint64_t start_ns)
 }
 
 }  // namespace
+
+Status check_name_free(const std::string& name) {
+  int32_t pid = 0;
+  std::string why;
+  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd < 0) return errno == ENOENT ? ok_status() : refuse_occupant(Occupant::kForeign, name, 0, std::string("it cannot be read: ") + std::strerror(errno));
+  close(fd);
+  const Occupant occupant = inspect(name, &pid, &why);
+  return refuse_occupant(occupant, name, pid, why);
+}
 
 Status check_server_alive(const zl_shm_header& h, const std::string& name) {
   // __atomic builtins: the header may be mapped read-only (and is const here).

@@ -60,6 +60,11 @@ class ShmSegment {
 // stopped, its pid exists, its heartbeat is fresh; else why not.
 Status check_server_alive(const zl_shm_header& h, const std::string& name);
 
+// Ok if a server could create segment `name` now: nothing is there, or a
+// dead server's segment (start() replaces it); else the error start() would
+// give, naming the live server's pid. Lets serve refuse before its model loads.
+Status check_name_free(const std::string& name);
+
 // Why `name` is not a usable shm_open name, or ok.
 Status check_shm_name(const std::string& name);
 

@@ -509,6 +509,11 @@ void ShmServer::Impl::prune_finished() {
   }
 }
 
+Status ShmServer::check_name(const std::string& name) {
+  ZL_RETURN_IF_ERROR(check_shm_name(name));
+  return check_name_free(name);
+}
+
 StatusOr<std::unique_ptr<ShmServer>> ShmServer::start(Engine& engine, const ShmServerConfig& config) {
   ShmSegmentConfig segment_config;
   segment_config.name = config.name;

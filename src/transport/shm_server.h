@@ -25,7 +25,7 @@ struct ShmServerConfig {
   ShmServerConfig() = default;
   ShmServerConfig(std::string name_in, uint64_t size_bytes_in) : name(std::move(name_in)), size_bytes(size_bytes_in) {}
 
-  std::string name = "/zerolayer";     // shm_open name: one leading '/', no other
+  std::string name = "/zerolayer-8000";  // shm_open name: one leading '/', no other (serve: /zerolayer-PORT)
   uint64_t size_bytes = 64ull << 20;   // whole segment; response rings grow with it
   // Chat requests (ZL_SHM_PROMPT_CHAT) render through the model's template,
   // or this one ("chatml" or a file), as serve's --chat-template.
@@ -49,6 +49,9 @@ struct ShmServerStats {
 class ShmServer {
  public:
   static StatusOr<std::unique_ptr<ShmServer>> start(Engine& engine, const ShmServerConfig& config);
+  // The error start() would give for `name` (malformed, held by a live
+  // server, or not ours), checked without creating anything.
+  static Status check_name(const std::string& name);
   ~ShmServer();
   ShmServer(const ShmServer&) = delete;
   ShmServer& operator=(const ShmServer&) = delete;

@@ -131,8 +131,9 @@ num ::= [1-9] [0-9]?)g", t, seed, std::make_shared<test::CollectingSink>()));
     EXPECT_TRUE(std::regex_match(sinks[i]->text, std::regex("[a-c]{3}-[0-9]{2,4}"))) << sinks[i]->text;
     EXPECT_TRUE((std::set<std::string>{"yes", "no", "maybe \"so\"\n"}.count(sinks[i + 1]->text))) << sinks[i + 1]->text;
     // Random weights may go on adding terms until max_new_tokens.
-    if (sinks[i + 2]->finish.reason == FinishReason::kStop)
+    if (sinks[i + 2]->finish.reason == FinishReason::kStop) {
       EXPECT_TRUE(std::regex_match(sinks[i + 2]->text, expr)) << sinks[i + 2]->text;
+    }
   }
 }
 

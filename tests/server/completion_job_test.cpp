@@ -24,6 +24,7 @@ class FakeConnection : public ResponseWriter {
   void begin_stream() override {}
   void write_raw(std::string) override {}
   void end_stream() override {}
+  void note_usage(const AccessUsage& u) override { usage = u; }
   bool is_closed() const override { return closed; }
   void set_on_close(std::function<void()> fn) override { on_close = std::move(fn); }
   void post(std::function<void()> fn) override {
@@ -56,6 +57,7 @@ class FakeConnection : public ResponseWriter {
   }
 
   int last_status = 0;
+  AccessUsage usage;
   bool closed = false;
   std::function<void()> on_close;
   std::mutex mutex;
@@ -115,6 +117,11 @@ TEST_F(CompletionJobTest, AFinishedJobLeavesTheRegistry) {
   ASSERT_TRUE(connection->run_until([&] { return connection->last_status != 0; }));
   EXPECT_EQ(connection->last_status, 200);
   EXPECT_EQ(registry_.size(), 0u);
+  // The access log's figures came with the answer.
+  EXPECT_TRUE(connection->usage.ran);
+  EXPECT_EQ(connection->usage.prompt_tokens, 3);
+  EXPECT_GT(connection->usage.completion_tokens, 0);
+  EXPECT_GT(connection->usage.first_token_s, 0.0);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ namespace zl::cli {
 namespace {
 
 struct MonitorFlags {
-  std::string shm_name = "/zerolayer";
+  std::string shm_name = "/zerolayer-8000";  // serve's default on port 8000
   std::string device;  // empty: the server's, from its stats region
   bool latency_breakdown = false;
   bool signature_histogram = false;
