@@ -163,6 +163,9 @@ class Engine {
     int32_t kv_capacity_tokens = 0;
     KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // as resolved: never kAuto once loaded
     int64_t kv_bytes_per_token = 0;   // keys and values over the layers that keep KV by block
+    int32_t kv_block_size = 0;        // tokens per KV block
+    int64_t kv_num_blocks = 0;
+    CachePolicy cache_policy = CachePolicy::kContiguous;
   };
   const ModelInfo& model_info() const;
   // The model's tokenizer: immutable, safe to use from any thread.

@@ -280,6 +280,9 @@ Status Engine::Impl::load() {
   info.kv_capacity_tokens = static_cast<int32_t>(num_blocks * config.block_size);
   info.kv_cache_dtype = kv_dtype;
   info.kv_bytes_per_token = kv.block_bytes / config.block_size;
+  info.kv_block_size = config.block_size;
+  info.kv_num_blocks = num_blocks;
+  info.cache_policy = config.cache_policy;
   log_info("engine: ", cache_policy_name(config.cache_policy), " KV pool of ", num_blocks, " blocks x ",
            config.block_size, " tokens (", num_blocks * kv.block_bytes / (1 << 20), " MiB, ",
            kv_cache_dtype_name(kv_dtype), ", ", info.kv_bytes_per_token, " bytes a token), ", config.max_num_seqs,

@@ -180,6 +180,8 @@ void HttpServer::Impl::attach(Engine& e) {
     if (counters.ok()) gpu = std::move(*counters);
     else log_info("http: /metrics has no GPU counters: ", counters.status().message());
   }
+  cache_info = CacheConfigInfo{info.kv_block_size, kv_cache_dtype_name(info.kv_cache_dtype), info.kv_num_blocks,
+                               cache_policy_name(info.cache_policy)};
   monitor = std::make_unique<StatsMonitor>(e, 0.5);
   engine.store(&e, std::memory_order_release);
 }
@@ -350,7 +352,7 @@ void HttpServer::Impl::handle_metrics(const std::shared_ptr<SessionBase>& sessio
       if (read.ok()) sample = std::move(*read);
       else log_warn("http: GPU counters: ", read.status().message());
     }
-    std::string text = prometheus_text(stats, counters, served_name, sample ? &*sample : nullptr);
+    std::string text = prometheus_text(stats, counters, served_name, cache_info, sample ? &*sample : nullptr);
     session->post([session, text = std::move(text)]() mutable {
       session->respond(200, "text/plain; version=0.0.4; charset=utf-8", std::move(text), {});
     });

@@ -91,6 +91,7 @@ class HttpServer::Impl {
   std::unique_ptr<StatsMonitor> monitor;
   std::unique_ptr<GpuCounters> gpu;  // null: CPU, or no NVML
   ApiLimits limits;
+  CacheConfigInfo cache_info;  // vllm:cache_config_info's labels
   ChatSettings chat;
   std::string served_name;
   int64_t created = 0;

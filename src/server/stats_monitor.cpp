@@ -114,8 +114,27 @@ void StatsMonitor::run() {
   }
 }
 
+namespace {
+
+// vLLM's info gauges: their labels carry the values. lora_requests_info's
+// value is the time it was set (vLLM's set_to_current_time).
+void info_metrics(std::ostringstream& out, const CacheConfigInfo& c) {
+  out << "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+      << "# TYPE vllm:cache_config_info gauge\n"
+      << "vllm:cache_config_info{block_size=\"" << c.block_size << "\",cache_dtype=\"" << c.cache_dtype
+      << "\",enable_prefix_caching=\"True\",engine=\"0\",num_cpu_blocks=\"0\",num_gpu_blocks=\"" << c.num_blocks
+      << "\",cache_policy=\"" << c.cache_policy << "\"} 1.0\n";
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  out << "# HELP vllm:lora_requests_info Running stats on lora requests.\n"
+      << "# TYPE vllm:lora_requests_info gauge\n"
+      << "vllm:lora_requests_info{max_lora=\"0\",running_lora_adapters=\"\",waiting_lora_adapters=\"\"} "
+      << std::fixed << now << std::defaultfloat << '\n';
+}
+
+}  // namespace
+
 std::string prometheus_text(const EngineStats& s, const HttpCounters& http, const std::string& model_name,
-                            const GpuSample* gpu) {
+                            const CacheConfigInfo& cache, const GpuSample* gpu) {
   std::ostringstream out;
   std::string label = "{model_name=\"" + model_name + "\"}";
   auto metric = [&](const char* name, const char* type, const char* help, auto value) {
@@ -172,6 +191,7 @@ std::string prometheus_text(const EngineStats& s, const HttpCounters& http, cons
   metric("zerolayer:http_client_disconnects_total", "counter", "Clients gone before their response ended.",
          http.num_disconnects);
   metric("zerolayer:http_completions_in_flight", "gauge", "Completion requests being served.", http.num_jobs_in_flight);
+  info_metrics(out, cache);
   if (gpu) gpu_metrics(*gpu, metric);
   return out.str();
 }

@@ -55,11 +55,21 @@ struct HttpCounters {
   int64_t num_jobs_in_flight = 0;
 };
 
+// What vllm:cache_config_info says of the KV cache (fixed at start).
+struct CacheConfigInfo {
+  int32_t block_size = 0;
+  std::string cache_dtype;   // kv_cache_dtype_name()
+  int64_t num_blocks = 0;
+  std::string cache_policy;  // zerolayer's: contiguous, paged, hybrid
+};
+
 // Prometheus text exposition; vLLM's names where they exist
-// (vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc, ...).
+// (vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc, ...),
+// and the info gauges the Gateway API inference extension and llm-d read:
+// vllm:cache_config_info, vllm:lora_requests_info (no adapters here).
 // `gpu`: the engine's CUDA device's NVML counters (zerolayer:gpu_*), or
 // nullptr on the CPU or without NVML, when those metrics are left out.
 std::string prometheus_text(const EngineStats& stats, const HttpCounters& http, const std::string& model_name,
-                            const GpuSample* gpu = nullptr);
+                            const CacheConfigInfo& cache, const GpuSample* gpu = nullptr);
 
 }  // namespace zl::server

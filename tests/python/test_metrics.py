@@ -105,3 +105,19 @@ def test_histogram_buckets_are_cumulative_and_end_in_inf(server):
         bounds = [float(le) for le, _ in buckets[:-1]]
         assert bounds == sorted(bounds) and len(set(bounds)) == len(bounds), name
     assert families["zerolayer:scheduling_gap_seconds"].type == "histogram"
+
+
+def test_info_gauges_the_gateway_inference_extension_reads(server):
+    """vllm:cache_config_info and vllm:lora_requests_info, as vLLM exposes them."""
+    import time
+    families = scrape(server)
+    (config,) = families["vllm:cache_config_info"].samples
+    assert config.value == 1.0
+    assert config.labels["block_size"] == "16"
+    assert config.labels["cache_dtype"] == "f16"  # dummy:tiny's f32 weights get 16-bit KV
+    assert int(config.labels["num_gpu_blocks"]) == value(families, "zerolayer:kv_blocks_total",
+                                                         "zerolayer:kv_blocks_total")
+    assert config.labels["enable_prefix_caching"] == "True"
+    (lora,) = families["vllm:lora_requests_info"].samples
+    assert lora.labels == {"max_lora": "0", "running_lora_adapters": "", "waiting_lora_adapters": ""}
+    assert abs(lora.value - time.time()) < 60

@@ -99,7 +99,7 @@ TEST(PrometheusGpuMetrics, UnsupportedUtilisationLeavesOnlyMemory) {
   GpuSample sample;
   sample.memory_used_bytes = 5;
   sample.memory_total_bytes = 9;
-  std::string text = prometheus_text(EngineStats{}, HttpCounters{}, "m", &sample);
+  std::string text = prometheus_text(EngineStats{}, HttpCounters{}, "m", CacheConfigInfo{}, &sample);
   EXPECT_EQ(text.find("zerolayer:gpu_utilization_perc"), std::string::npos);
   EXPECT_EQ(text.find("zerolayer:gpu_memory_utilization_perc"), std::string::npos);
   EXPECT_NE(text.find("zerolayer:gpu_memory_used_bytes{model_name=\"m\"} 5\n"), std::string::npos) << text;
