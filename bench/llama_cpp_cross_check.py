@@ -10,11 +10,18 @@ logits (top-5 within ~0.5 nats), so greedy paths part after a few tokens
 wherever the engines round activations differently; the first step's top-5
 set and log-probabilities are the sharper check of a weight format.
 
-    /work/devenv/venv/bin/python bench/llama_cpp_cross_check.py /tmp/l110m.q4_k.gguf
+    $PYTHON bench/llama_cpp_cross_check.py FILE.gguf [--zerolayer BIN]
+
+PYTHON: a Python with llama-cpp-python and numpy (e.g. .venv-golden/bin/python
+as scripts/golden/make_generate_goldens.py builds it). FILE.gguf: any GGUF,
+e.g. one `zerolayer convert --model dummy:llama-110m --quantization q4_k`
+wrote. --zerolayer defaults to $ZEROLAYER_BIN, else build/zerolayer under the
+repository root.
 """
 
 import argparse
 import json
+import os
 import subprocess
 import time
 import urllib.request
@@ -22,6 +29,7 @@ import urllib.request
 import numpy as np
 from llama_cpp import Llama
 
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PROMPTS = [[1, 450, 4996, 17354, 1701, 432], [1, 319, 2217, 338, 263, 11203, 29889, 450],
            [1, 17366, 11203, 278, 17204, 975], [1, 9038, 2501, 263, 931, 29892, 727, 471]]
 
@@ -76,9 +84,10 @@ def zerolayer_runs(binary, path, threads, port, n_new, ref):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("gguf")
-    ap.add_argument("--zerolayer", default="build/zerolayer")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("gguf", help="the GGUF file both engines load")
+    ap.add_argument("--zerolayer", default=os.environ.get("ZEROLAYER_BIN", os.path.join(REPO_ROOT, "build", "zerolayer")),
+                    help="the zerolayer binary (default: $ZEROLAYER_BIN, else build/zerolayer under the repository root)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--port", type=int, default=18611)
     ap.add_argument("--new-tokens", type=int, default=16)

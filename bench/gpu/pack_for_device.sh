@@ -12,8 +12,14 @@
 #                     everything ldd names except glibc, the driver and cuBLASLt
 #   gpu-carry/shared/ stories260K.gguf and its README (tests read ZEROLAYER_SHARED_DIR)
 # Not carried: libcublasLt.so.13 (~520 MB); run_on_device.sh finds the device's own.
+# ZL_SHARED_DIR: the shared data folder stories260K comes from (default: shared/
+# beside the repository, ../shared from its root).
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+esac
 cd "$(dirname "$0")/../.."
+shared="${ZL_SHARED_DIR:-../shared}"
 out=gpu-carry
 bins=(build/zerolayer build/bench/gpu_bench)
 for t in elementwise matmul attention sampling llama_cuda engine_batch; do bins+=("build/tests/${t}_gpu_test"); done
@@ -26,7 +32,7 @@ strip --strip-unneeded "$out"/bin/*
 ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublasLt|libcublas)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
-cp ../shared/models/stories260K.gguf ../shared/models/README.md "$out/shared/models/" 2>/dev/null || true
+cp "$shared/models/stories260K.gguf" "$shared/models/README.md" "$out/shared/models/" 2>/dev/null || true
 cp bench/gpu/hf_anchor.py "$out/"
 du -sh "$out"; ls "$out/lib"
 total=$(du -sb "$out" | cut -f1)

@@ -18,9 +18,21 @@
 # need libcublasLt.so.13, found below in the image's CUDA install or in the
 # nvidia-cublas wheel that torch ships. If the carried binaries cannot start
 # (a library or glibc mismatch), gpu_tests.txt says so and the rest is skipped.
+#
+# Environment:
+#   OUT            where the results go (default build/gpu-out under the
+#                  repository root; the device machine sets its own $OUT)
+#   NCU            Nsight Compute's ncu (default: ncu on PATH, else the first
+#                  <version>/ncu under $NSIGHT_COMPUTE_ROOT, default
+#                  /opt/nvidia/nsight-compute, where NVIDIA's CUDA images
+#                  install it); none found: no profile
+#   BATCHES CONTEXT STEPS BENCH_INVARIANT NCU_BATCHES   see their uses below
 set -uo pipefail
+case "${1:-}" in
+  -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+esac
 cd "$(dirname "$0")/../.."
-OUT="${OUT:-/tmp/zl-gpu-out}"
+OUT="${OUT:-build/gpu-out}"
 mkdir -p "$OUT"
 carry=gpu-carry
 [ -d "$carry/bin" ] || { echo "no $carry/: run bench/gpu/pack_for_device.sh here and carry it" >&2; exit 2; }
@@ -143,7 +155,7 @@ fi
 # --- per-kernel device time of decode steps at batch 1 and 256 (Nsight Compute, clocks as
 #     found), for bench/gpu/kernel_times.py to split a step by kernel: 400 kernels of graph
 #     replay, after the prefill and the first steps (--launch-skip).
-ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+ncu_bin="${NCU:-$(command -v ncu || ls "${NSIGHT_COMPUTE_ROOT:-/opt/nvidia/nsight-compute}"/*/ncu 2>/dev/null | head -1)}"
 if [ -n "$ncu_bin" ]; then
   for b in ${NCU_BATCHES-1 256}; do  # NCU_BATCHES="" skips the profile
     skip=$(( b == 1 ? 400 : 2800 ))  # prefill: 1 pass of ~150 kernels at batch 1, 16 at 256

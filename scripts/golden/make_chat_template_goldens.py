@@ -9,7 +9,8 @@ venv with transformers >= 5 and jinja2 >= 3.1.6; no model download, no torch):
     .venv-golden/bin/pip install transformers jinja2
     .venv-golden/bin/python scripts/golden/make_chat_template_goldens.py [--shared DIR] [--out DIR]
 
-(/work/devenv/venv in the dev container already has both.)
+(Any Python that already has both will do.) --shared defaults to $ZL_SHARED_DIR,
+else ../shared beside the repository root; --out to tests/golden/chat_template.
 
 Rendering goes through transformers.utils.chat_template_utils.render_jinja_template,
 the function apply_chat_template uses, so the sandboxed environment, tojson
@@ -28,6 +29,7 @@ Outputs, under tests/golden/chat_template/ (see README.md there):
 import argparse
 import datetime
 import json
+import os
 import pathlib
 
 import transformers.utils.chat_template_utils as ctu
@@ -187,9 +189,11 @@ def render(source, conv, bos, eos):
 
 def main():
     repo = pathlib.Path(__file__).resolve().parents[2]
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default=str(repo.parent / "shared"))
-    ap.add_argument("--out", default=str(repo / "tests" / "golden" / "chat_template"))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shared", default=os.environ.get("ZL_SHARED_DIR") or str(repo.parent / "shared"),
+                    help="the shared data folder (default: $ZL_SHARED_DIR, else ../shared beside the repository)")
+    ap.add_argument("--out", default=str(repo / "tests" / "golden" / "chat_template"),
+                    help="where the goldens go (default: tests/golden/chat_template)")
     args = ap.parse_args()
     shared, out = pathlib.Path(args.shared), pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,9 @@ llama.cpp and takes 10-20 minutes on 2 cores):
         .venv-golden/bin/pip install llama-cpp-python==0.3.36 numpy
     .venv-golden/bin/python scripts/golden/make_generate_goldens.py [path/to/stories260K.gguf]
 
-The model path defaults to /work/shared/models/stories260K.gguf.
+The model path defaults to $ZL_SHARED_DIR/models/stories260K.gguf, where
+ZL_SHARED_DIR defaults to the folder shared/ beside the repository (../shared
+from its root; the folder the tests read too).
 """
 
 import json
@@ -38,7 +40,8 @@ import numpy as np
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT_PATH = os.path.join(REPO_ROOT, "tests", "golden", "generate", "stories260K.json")
-DEFAULT_MODEL = "/work/shared/models/stories260K.gguf"
+SHARED_DIR = os.environ.get("ZL_SHARED_DIR") or os.path.join(REPO_ROOT, "..", "shared")
+DEFAULT_MODEL = os.path.join(SHARED_DIR, "models", "stories260K.gguf")
 MAX_NEW_TOKENS = 60
 
 PROMPTS = [
@@ -83,6 +86,9 @@ def completion_ids(llm, prompt):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return
     model_path = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_MODEL
     llm = llama_cpp.Llama(model_path=model_path, n_ctx=128, seed=0, logits_all=False,
                           verbose=False, n_threads=1, n_threads_batch=1)
