@@ -132,7 +132,7 @@ Request make_request(int index, int max_new, const Workload& load, const Structu
 }
 
 StatusOr<RunResult> run_once(const std::string& model, const Workload& load, int threads, CachePolicy policy,
-                             bool overlap, bool stats_region) {
+                             bool overlap, bool stats_region, const std::string& kv_events) {
   EngineConfig config;
   config.model = model;
   config.num_threads = threads;
@@ -141,6 +141,7 @@ StatusOr<RunResult> run_once(const std::string& model, const Workload& load, int
   config.cache_policy = policy;
   config.overlap_scheduling = overlap;
   config.kv_cache_bytes = int64_t{1} << 30;
+  config.kv_events_endpoint = kv_events;
   // Declared before the engine so that it outlives the engine thread's writes.
   std::vector<uint64_t> region(stats_region ? ZL_STATS_REGION_BYTES / sizeof(uint64_t) : 0);
   ZL_ASSIGN_OR_RETURN(auto engine, Engine::create(config));
@@ -219,6 +220,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.add_flag("--stats-region", stats_region, "Publish into a stats region as serve does (zerolayer/stats_protocol.h)");
+  std::string kv_events;
+  app.add_option("--kv-events", kv_events,
+                 "Publish KV-cache events as serve --kv-events-endpoint does, on this ZMQ endpoint "
+                 "(tcp://127.0.0.1:* picks a free port); with no subscriber they are encoded and dropped");
   CLI11_PARSE(app, argc, argv);
   if (model.empty()) model = mode == "gap" ? "dummy:tiny" : "dummy:llama-110m";
   if (seqs.empty()) seqs = mode == "gap" ? std::vector<int>{1, 16, 64, 256} : std::vector<int>{1, 8, 32, 64};
@@ -232,7 +237,7 @@ int main(int argc, char** argv) {
     std::vector<double> p50, p99, max, tps, batch, switches;
     for (int r = 0; r < runs; ++r) {
       const zl::Workload load{arrival == "closed", n, max_new, rounds, sampled, constrained};
-      auto result = zl::run_once(model, load, threads, *policy, overlap == "on", stats_region);
+      auto result = zl::run_once(model, load, threads, *policy, overlap == "on", stats_region, kv_events);
       if (!result.ok()) {
         std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
         return 1;
@@ -246,12 +251,12 @@ int main(int argc, char** argv) {
     }
     std::printf(
         "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"overlap\":\"%s\",\"sampled\":%.2f,\"constrained\":%.2f,"
-        "\"stats_region\":%s,\"seqs\":%d,\"runs\":%d,"
+        "\"stats_region\":%s,\"kv_events\":%s,\"seqs\":%d,\"runs\":%d,"
         "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
         "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
         "\"mean_batch\":%.1f,\"involuntary_switches_per_s\":%.0f,\"load_1m\":%.2f}\n",
         mode.c_str(), arrival.c_str(), model.c_str(), policy_name.c_str(), overlap.c_str(), sampled, constrained,
-        stats_region ? "true" : "false", n, runs, *std::min_element(p50.begin(), p50.end()),
+        stats_region ? "true" : "false", kv_events.empty() ? "false" : "true", n, runs, *std::min_element(p50.begin(), p50.end()),
         zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
         *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),
         zl::median(tps), zl::median(batch), zl::median(switches), zl::load_average_1m());

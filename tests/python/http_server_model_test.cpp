@@ -7,7 +7,8 @@
 // openai-agents) and test_openai_fidelity.py (logprobs); and the operator's:
 // test_deploy.py (Kubernetes manifests, alert rules, dashboard),
 // test_serve_ops.py (signals, drain, TLS, CORS, access log) and
-// test_kv_events.py (KV-cache events for routers). It needs .venv with
+// test_kv_events.py (KV-cache events for routers), test_router.py (three
+// replicas behind vllm-router). It needs .venv with
 // requirements-test.txt's packages, which scripts/setup.sh installs; without
 // the core ones the test reports skipped rather than passing silently (the
 // suites skip a client library that is missing).
@@ -51,7 +52,7 @@ TEST(HttpServerPython, PytestSuitePasses) {
   std::string shared = shared_path("");
   std::string command = "cd " + quote(root) + " && ZEROLAYER_BIN=" + quote(cli_path()) +
                         (shared.empty() ? "" : " ZL_SHARED_DIR=" + quote(shared)) + " " + quote(python) +
-                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py tests/python/test_structured_output.py tests/python/test_tool_calls.py tests/python/test_agent_clients.py tests/python/test_responses.py tests/python/test_openai_fidelity.py tests/python/test_deploy.py tests/python/test_serve_ops.py tests/python/test_kv_events.py -q -p no:cacheprovider 2>&1";
+                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py tests/python/test_structured_output.py tests/python/test_tool_calls.py tests/python/test_agent_clients.py tests/python/test_responses.py tests/python/test_openai_fidelity.py tests/python/test_deploy.py tests/python/test_serve_ops.py tests/python/test_kv_events.py tests/python/test_router.py -q -p no:cacheprovider 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;
