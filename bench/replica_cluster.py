@@ -157,13 +157,13 @@ def user_prompts(users, prefix_tokens, requests_per_user, suffix_tokens=16, seed
              for u in range(users)] for k in range(requests_per_user)]
 
 
-def stream_completion(port, prompt, request_id, max_tokens):
+def stream_completion(port, prompt, request_id, max_tokens, model=MODEL):
     """Streams one completion: (ok, ttft_s, total_s, error); ok only with a normal finish and [DONE]."""
     start = time.perf_counter()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
         conn.request("POST", "/v1/completions", json.dumps({
-            "model": MODEL, "prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
+            "model": model, "prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
             "stream": True}), {"Content-Type": "application/json", "X-Request-Id": request_id})
         resp = conn.getresponse()
         if resp.status != 200:

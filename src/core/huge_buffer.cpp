@@ -2,8 +2,11 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <thread>
+#include <vector>
 
 namespace zl {
 namespace {
@@ -32,7 +35,9 @@ HugeBuffer allocate_huge_buffer(size_t bytes) {
   return HugeBuffer(p, HugeBufferDeleter{bytes});
 }
 
-int populate_huge_buffer(void* p, size_t bytes) {
+namespace {
+
+int populate_range(void* p, size_t bytes) {
 #ifdef MADV_POPULATE_WRITE
   if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return 0;
   if (errno != EINVAL) return errno;
@@ -40,6 +45,29 @@ int populate_huge_buffer(void* p, size_t bytes) {
   // The buffer is zero-filled: writing 0 commits a page without changing it.
   auto* bytes_p = static_cast<volatile char*>(p);
   for (size_t i = 0; i < bytes; i += 4096) bytes_p[i] = 0;
+  return 0;
+}
+
+}  // namespace
+
+int populate_huge_buffer(void* p, size_t bytes, int num_threads) {
+  // Whole 2 MiB pages per thread, so that no page is faulted by two threads.
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t pages = (bytes + kHugePage - 1) / kHugePage;
+  const size_t threads = std::clamp<size_t>(static_cast<size_t>(std::max(num_threads, 1)), 1, std::max<size_t>(pages, 1));
+  if (threads == 1) return populate_range(p, bytes);
+  std::vector<int> errors(threads, 0);
+  std::vector<std::thread> workers;
+  for (size_t t = 0; t < threads; ++t) {
+    const size_t begin = pages * t / threads * kHugePage, end = std::min(bytes, pages * (t + 1) / threads * kHugePage);
+    if (end > begin)
+      workers.emplace_back([&errors, t, start = static_cast<char*>(p) + begin, n = end - begin] {
+        errors[t] = populate_range(start, n);
+      });
+  }
+  for (std::thread& w : workers) w.join();
+  for (int e : errors)
+    if (e != 0) return e;
   return 0;
 }
 

@@ -22,8 +22,10 @@ HugeBuffer allocate_huge_buffer(size_t bytes);
 
 // Backs every page of [p, p + bytes) with memory now (MADV_POPULATE_WRITE,
 // or a write of 0 to each 4 KiB page on kernels before 5.14), so that later
-// first touches neither stall nor fail. Returns 0, or the errno (ENOMEM).
-int populate_huge_buffer(void* p, size_t bytes);
+// first touches neither stall nor fail, on num_threads threads (the kernel's
+// zeroing of fresh pages is most of the time, and it runs on every core).
+// Returns 0, or the errno (ENOMEM).
+int populate_huge_buffer(void* p, size_t bytes, int num_threads = 1);
 
 // Asks for 2 MiB pages for the whole pages inside [p, p + bytes) of memory
 // not yet touched (advisory, as above; only aligned 2 MiB stretches can get one).

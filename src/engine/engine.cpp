@@ -163,9 +163,9 @@ StatusOr<KvCacheDtype> resolve_kv_dtype(const EngineConfig& config, const ModelW
 }
 
 // EngineConfig::kv_populate: commits the pool now, and says what it cost.
-Status populate_kv(KvCache& cache) {
+Status populate_kv(KvCache& cache, int num_threads) {
   const auto start = std::chrono::steady_clock::now();
-  ZL_RETURN_IF_ERROR(cache.populate());
+  ZL_RETURN_IF_ERROR(cache.populate(num_threads));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log_info("engine: KV pool memory committed in ", seconds, " s");
   return ok_status();
@@ -246,7 +246,7 @@ Status Engine::Impl::load() {
     ZL_ASSIGN_OR_RETURN(kv, plan_kv_layout(mc, config, kv_dtype, budget));
     ZL_ASSIGN_OR_RETURN(cache, KvCache::create(mc, static_cast<int32_t>(kv.num_blocks), config.block_size,
                                                static_cast<int32_t>(kv.num_window_slots), kv_dtype));
-    if (config.kv_populate) ZL_RETURN_IF_ERROR(populate_kv(*cache));
+    if (config.kv_populate) ZL_RETURN_IF_ERROR(populate_kv(*cache, pool->num_threads()));
   }
   const int64_t num_blocks = kv.num_blocks;
   std::vector<int32_t> eos = mc.eos_token_ids;

@@ -45,11 +45,11 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::create(const ModelConfig& config, in
   return cache;
 }
 
-Status KvCache::populate() {
+Status KvCache::populate(int num_threads) {
   const auto bytes = static_cast<size_t>(total_bytes_);
   for (void* buffer : {k_.get(), v_.get()}) {
     if (!buffer) continue;
-    if (int err = populate_huge_buffer(buffer, bytes); err != 0)
+    if (int err = populate_huge_buffer(buffer, bytes, num_threads); err != 0)
       return resource_exhausted("cannot commit the KV pool's ", 2 * bytes, " bytes: ", std::strerror(err));
   }
   return ok_status();

@@ -50,7 +50,7 @@ class KvCache {
 
   // Commits the pool's memory now instead of at each block's first write
   // (see populate_huge_buffer): a no-op for an external pool.
-  Status populate();
+  Status populate(int num_threads = 1);
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }

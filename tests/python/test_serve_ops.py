@@ -46,6 +46,12 @@ def test_default_kv_pool_is_sized_from_the_context_and_printed():
     try:
         assert "8 sequences x 256 tokens" in s.output(), s.output()
         assert "128 blocks x 16 tokens" in s.output(), s.output()  # 8 x 256 tokens, no more
+        assert "KV pool memory committed in" in s.output()  # at start, by default
+    finally:
+        assert s.stop() == 0
+    s = Server("--model", "dummy:tiny", "--max-num-seqs", "8", "--no-kv-populate", api_key=None)
+    try:
+        assert "committed" not in s.output()
     finally:
         assert s.stop() == 0
 

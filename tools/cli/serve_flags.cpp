@@ -110,7 +110,11 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
                  "memory), a size with a unit (512M, 2G), or a fraction of total memory (0.3)")
       ->envname(env("KV_CACHE_MEMORY"))
       ->capture_default_str();
-  cmd.add_flag("--kv-populate", f.kv_populate, "Commit the KV pool's memory at start (CPU), so that no request waits for the kernel to back its first blocks; costs start-up time")->envname(env("KV_POPULATE"));
+  cmd.add_flag("--kv-populate,!--no-kv-populate", f.kv_populate,
+               "Commit the KV pool's memory at start (CPU, on every compute thread; the time it took is logged), so "
+               "that no request waits for the kernel to back its first blocks. On by default; --no-kv-populate "
+               "starts faster and lets the first requests fault the pool in")
+      ->envname(env("KV_POPULATE"));
   cmd.add_flag("--swa-full", f.swa_full, "Sliding-window layers keep KV for every position, not only their window (more memory; as llama.cpp's --swa-full)")->envname(env("SWA_FULL"));
   cmd.add_option("--block-size", f.block_size, "Tokens per KV block")->envname(env("BLOCK_SIZE"))->check(CLI::Range(1, 1024))->capture_default_str();
   cmd.add_option("--kv-events-endpoint", f.kv_events_endpoint,

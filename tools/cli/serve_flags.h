@@ -33,7 +33,7 @@ struct ServeFlags {
   std::string overlap_scheduling = "on";
   std::string kv_cache_memory = "auto";
   bool swa_full = false;
-  bool kv_populate = false;
+  bool kv_populate = true;  // full speed from the first request
   int block_size = 16;
   double shutdown_timeout_s = 30.0;
   bool disable_access_log = false;
