@@ -36,8 +36,6 @@ PATTERN='/work/|/home/|/root/|/tmp/[A-Za-z]|devenv|/opt/'
 # shellcheck disable=SC2016  # the reasons name variables, unexpanded on purpose
 EXCEPTIONS=(
   'scripts/check_paths.sh|.|this script spells out the patterns it looks for'
-  'bench/results/*.server-cmd|.|argv written verbatim by bench/serve_lib.sh at run time and read back by bench/compare_table.py: raw data, like the .log beside it'
-  'bench/results/gpu/*/*.txt|.|verbatim output captured on the GPU machine (gtest file:line prefixes of its checkout, nvidia-smi process list)'
   'bench/gpu/run_on_device.sh|/opt/nvidia/nsight-compute|default of NSIGHT_COMPUTE_ROOT: where NVIDIA CUDA images install Nsight Compute, searched only after $NCU and PATH'
   'tests/model/hf_hub_test.cpp|/home/someone|a sample $HOME value the test sets and expects back'
   'scripts/golden/make_tokenizer_goldens.py|~/home/\.config|sample text of the tokenizer corpus (a path-like string to tokenize)'
