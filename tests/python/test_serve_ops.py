@@ -72,6 +72,13 @@ def test_shm_name_follows_the_port_and_a_clash_fails_before_loading():
     finally:
         assert s.stop() == 0
     assert not Path("/dev/shm" + name).exists()
+    # An environment value cannot be empty: "none" turns it off.
+    s = Server("--model", "dummy:tiny", "--kv-cache-memory", "16M", api_key=None, shm_name="none")
+    try:
+        assert "shared memory at" not in s.output()
+        assert not Path(f"/dev/shm/zerolayer-{s.port}").exists()
+    finally:
+        assert s.stop() == 0
 
 
 def test_sighup_is_ignored():

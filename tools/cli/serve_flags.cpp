@@ -59,6 +59,7 @@ StatusOr<EngineConfig> serve_engine_config(const ServeFlags& f) {
 }
 
 std::string shm_name_for(const ServeFlags& f, int32_t port) {
+  if (f.shm_name == "none") return "";  // an empty environment value counts as unset: "none" turns it off
   return f.shm_name == "auto" ? "/zerolayer-" + std::to_string(port) : f.shm_name;
 }
 
@@ -98,7 +99,7 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
   add_http_flags(cmd, f.http);
   auto env = [](const char* name) { return std::string("ZEROLAYER_") + name; };
   cmd.add_flag("--disable-access-log", f.disable_access_log, "No access-log line per request on stderr")->envname(env("DISABLE_ACCESS_LOG"));
-  cmd.add_option("--shm-name", f.shm_name, "Shared-memory segment name: auto (/zerolayer-PORT), a name like /mine, or '' (no shared memory)")->envname(env("SHM_NAME"))->capture_default_str();
+  cmd.add_option("--shm-name", f.shm_name, "Shared-memory segment name: auto (/zerolayer-PORT), a name like /mine, or none (or '': no shared memory)")->envname(env("SHM_NAME"))->capture_default_str();
   cmd.add_option("--shm-size", f.shm_size, "Shared-memory segment size (e.g. 64M)")->envname(env("SHM_SIZE"))->capture_default_str();
   cmd.add_option("--max-num-seqs", f.max_num_seqs, "Sequences in one batch at most")->envname(env("MAX_NUM_SEQS"))->check(CLI::Range(1, 65536))->capture_default_str();
   cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Tokens in one forward pass at most")->envname(env("MAX_NUM_BATCHED_TOKENS"))->check(CLI::Range(1, 1 << 24))->capture_default_str();

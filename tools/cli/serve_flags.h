@@ -23,7 +23,7 @@ struct ServeFlags {
   ModelFlags model;
   server::HttpServerConfig http;
   // "auto": /zerolayer-<port>, so that servers on one host never share a
-  // name by default; "": no shared memory.
+  // name by default; "none" or "": no shared memory.
   std::string shm_name = "auto";
   std::string shm_size = "64M";
   int max_num_seqs = 256;
