@@ -92,6 +92,7 @@ struct EngineStats {
   int32_t num_waiting = 0;
   int64_t num_steps = 0;
   int64_t num_finished = 0;
+  bool reload_pending = false;  // a reload() waits for the engine to empty
   int64_t num_finished_by_reason[4] = {};  // indexed by FinishReason
   int64_t num_preemptions = 0;
   // Passes queued while the one before still ran (overlap scheduling).
@@ -133,6 +134,16 @@ class Engine {
   // context, a request that can never fit the pool, a full queue) come back
   // here and no event is sent. Never blocks on the engine.
   [[nodiscard]] StatusOr<RequestId> submit(Request request);
+  // Re-reads the model (`model`: another path or spec; "": the one loaded)
+  // and swaps it in, blocking until done. The engine first empties: what
+  // runs finishes, requests submitted meanwhile wait (nothing is refused),
+  // then run on the new weights. Refused, the old model serving on, when the
+  // new one's tokenizer differs from the served one in any token or special
+  // id, or its vocabulary or context differ (clients, the shared-memory
+  // header and the chat template keep theirs), or it fails to load; and on
+  // a CUDA device (not yet). Needs the memory of both models while it loads.
+  // The prefix cache and the engine's counters start over. Any thread.
+  [[nodiscard]] Status reload(const std::string& model = "");
   // Compiles `output`'s grammar for this model's vocabulary on the calling
   // thread (from microseconds for a cached one to milliseconds for a new
   // JSON schema) and keeps it in output.compiled, so that submit() of the

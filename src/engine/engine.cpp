@@ -171,6 +171,40 @@ Status populate_kv(KvCache& cache, int num_threads) {
   return ok_status();
 }
 
+// The context a model runs at: its own, or EngineConfig::max_seq_len (smaller).
+Status cap_context(const EngineConfig& config, ModelConfig& mc) {
+  if (config.max_seq_len <= 0) return ok_status();
+  if (config.max_seq_len > mc.max_seq_len)
+    return invalid_argument("max_seq_len ", config.max_seq_len, " exceeds the model's context of ", mc.max_seq_len);
+  mc.max_seq_len = config.max_seq_len;
+  return ok_status();
+}
+
+// The ids that end a sequence: the config's and the tokenizer's eos.
+std::vector<int32_t> end_ids(const ModelConfig& mc, const Tokenizer& tokenizer) {
+  std::vector<int32_t> eos = mc.eos_token_ids;
+  if (tokenizer.special_ids().eos >= 0) eos.push_back(tokenizer.special_ids().eos);
+  return eos;
+}
+
+// Ok if `next` tokenizes and decodes as `current` does: every token's text
+// and kind, the special ids. A reloaded model must take the same ids, since
+// clients, the prefix cache and the shared-memory header hold them.
+Status check_same_tokenizer(const Tokenizer& current, const Tokenizer& next) {
+  if (next.vocab_size() != current.vocab_size())
+    return invalid_argument("the new model's tokenizer has ", next.vocab_size(), " tokens, the served one ",
+                            current.vocab_size());
+  const SpecialTokenIds &a = current.special_ids(), &b = next.special_ids();
+  if (a.bos != b.bos || a.eos != b.eos || a.unk != b.unk || a.pad != b.pad || a.add_bos != b.add_bos ||
+      a.add_eos != b.add_eos || current.token_spelling() != next.token_spelling())
+    return invalid_argument("the new model's tokenizer differs from the served one in its special tokens");
+  for (int32_t id = 0; id < current.vocab_size(); ++id)
+    if (current.token_text(id) != next.token_text(id) || current.is_special(id) != next.is_special(id))
+      return invalid_argument("the new model's tokenizer differs from the served one at token ", id, " ('",
+                              next.token_text(id), "' for '", current.token_text(id), "')");
+  return ok_status();
+}
+
 }  // namespace
 
 class Engine::Impl {
@@ -186,28 +220,54 @@ class Engine::Impl {
   }
 
   Status load();
-  StatusOr<int64_t> attach_cuda(const ModelConfig& mc);
+  struct Forward;
+  StatusOr<int64_t> attach_cuda(const ModelConfig& mc, Forward& f);
   StatusOr<RequestId> submit(Request request);
   void run();
   void drain();
   // Runs `call` on the engine thread between steps; returns when it has run.
   void call_on_engine_thread(const std::function<void()>& call);
+  // Pushes a message the engine thread answers by setting stats_done; waits for it.
+  void push_and_wait(InboxMessage* message);
   zl_stats_config stats_config() const;
 
+  // What reload() replaces: the weights, the model over them, the KV pool.
+  struct Forward {
+    std::unique_ptr<ModelWeights> weights;  // on the heap: the model keeps a reference
+    std::unique_ptr<LlamaModel> model;
+    std::unique_ptr<KvCache> cache;
+    KvLayout kv;
+    KvCacheDtype kv_dtype = KvCacheDtype::kAuto;
+  };
+  StatusOr<Forward> build_forward(const ModelSource& from, const ModelConfig& mc);
+  Status reload_model(const std::string& spec);
+  void finish_reload();
+
   EngineConfig config;
+  // The first load's: its tokenizer and config serve every later model too
+  // (reload() refuses any other), read by submit() on any thread.
   ModelSource source;
+  std::unique_ptr<ModelSource> reloaded_source;  // the weights' source after a reload (keeps its file mapped)
   std::unique_ptr<ContinuationPieces> pieces;  // the tokenizer's, for streaming text
   std::unique_ptr<GrammarCompiler> grammars;   // structured output
-  ModelWeights weights;
   std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<LlamaModel> model;
-  std::unique_ptr<KvCache> cache;
+  Forward forward;
   std::unique_ptr<OutputStage> output;  // events to sinks, on its own thread
   std::unique_ptr<KvEventPublisher> kv_events;  // outlives core, whose pool writes its queue
   std::unique_ptr<EngineCore> core;
   std::unique_ptr<StatsPublisher> publisher;  // engine thread; set while a stats region is attached
-  uint64_t fingerprint = 0;
+  std::atomic<uint64_t> fingerprint{0};
   ModelInfo info;
+
+  // A reload asked for (engine thread): submits wait in `deferred` until it ran.
+  struct PendingReload {
+    std::string spec;
+    Status* result;
+    std::atomic<uint32_t>* done;
+  };
+  std::optional<PendingReload> reload;
+  std::vector<std::unique_ptr<Sequence>> deferred;
+  std::vector<RequestId> deferred_aborts;
 
   Inbox inbox;
   std::thread thread;
@@ -226,31 +286,13 @@ Status Engine::Impl::load() {
   if (!source.tokenizer) return source.tokenizer_status.with_prefix("no tokenizer for " + config.model);
   pieces = std::make_unique<ContinuationPieces>(*source.tokenizer);
   ModelConfig& mc = source.config;
-  if (config.max_seq_len > 0) {
-    if (config.max_seq_len > mc.max_seq_len)
-      return invalid_argument("max_seq_len ", config.max_seq_len, " exceeds the model's context of ", mc.max_seq_len);
-    mc.max_seq_len = config.max_seq_len;
-  }
-  ZL_ASSIGN_OR_RETURN(weights, load_model_weights(source, config.load_progress));
+  ZL_RETURN_IF_ERROR(cap_context(config, mc));
   pool = std::make_unique<ThreadPool>(config.num_threads > 0 ? config.num_threads : default_num_threads());
-  model = std::make_unique<LlamaModel>(mc, weights, *pool, config.max_num_batched_tokens);
-
-  ZL_ASSIGN_OR_RETURN(const KvCacheDtype kv_dtype, resolve_kv_dtype(config, weights));
-  KvLayout kv;
-  if (config.device.is_cuda()) {
-    ZL_ASSIGN_OR_RETURN(kv.num_blocks, attach_cuda(mc));
-    kv.block_bytes = KvCache::block_bytes(mc, config.block_size, mc.num_layers, kv_dtype);
-  } else {
-    const int64_t bytes_per_token = KvCache::block_bytes(mc, config.block_size, mc.num_layers, kv_dtype) / config.block_size;
-    const int64_t budget = kv_budget_bytes(config, bytes_per_token, mc.max_seq_len);
-    ZL_ASSIGN_OR_RETURN(kv, plan_kv_layout(mc, config, kv_dtype, budget));
-    ZL_ASSIGN_OR_RETURN(cache, KvCache::create(mc, static_cast<int32_t>(kv.num_blocks), config.block_size,
-                                               static_cast<int32_t>(kv.num_window_slots), kv_dtype));
-    if (config.kv_populate) ZL_RETURN_IF_ERROR(populate_kv(*cache, pool->num_threads()));
-  }
+  ZL_ASSIGN_OR_RETURN(forward, build_forward(source, mc));
+  const KvLayout& kv = forward.kv;
+  const KvCacheDtype kv_dtype = forward.kv_dtype;
   const int64_t num_blocks = kv.num_blocks;
-  std::vector<int32_t> eos = mc.eos_token_ids;
-  if (source.tokenizer->special_ids().eos >= 0) eos.push_back(source.tokenizer->special_ids().eos);
+  std::vector<int32_t> eos = end_ids(mc, *source.tokenizer);
   output = std::make_unique<OutputStage>(
       [this](RequestId id) {
         auto message = new InboxMessage();
@@ -261,7 +303,7 @@ Status Engine::Impl::load() {
       EngineCore::output_capacity(config));
   output->start_thread();
   grammars = std::make_unique<GrammarCompiler>(*source.tokenizer, mc.vocab_size, eos);
-  core = std::make_unique<EngineCore>(config, *model, *cache, std::move(eos), output.get());
+  core = std::make_unique<EngineCore>(config, *forward.model, *forward.cache, std::move(eos), output.get());
   if (!config.kv_events_endpoint.empty()) {
     KvEventsConfig events{config.kv_events_endpoint, config.kv_events_replay_endpoint, config.kv_events_topic,
                           config.block_size};
@@ -270,7 +312,7 @@ Status Engine::Impl::load() {
     log_info("engine: KV-cache events on ", config.kv_events_endpoint,
              config.kv_events_replay_endpoint.empty() ? "" : ", replay on " + config.kv_events_replay_endpoint);
   }
-  fingerprint = model_fingerprint(source);
+  fingerprint.store(model_fingerprint(source), std::memory_order_relaxed);
   info.name = config.model;
   info.path = source.path;
   info.is_directory = source.format == ModelFormat::kHuggingFace;
@@ -294,9 +336,31 @@ Status Engine::Impl::load() {
   return ok_status();
 }
 
+// The weights of `from`, the model over them and an empty KV pool sized for
+// them (on config.device).
+StatusOr<Engine::Impl::Forward> Engine::Impl::build_forward(const ModelSource& from, const ModelConfig& mc) {
+  Forward f;
+  ZL_ASSIGN_OR_RETURN(ModelWeights weights, load_model_weights(from, config.load_progress));
+  f.weights = std::make_unique<ModelWeights>(std::move(weights));
+  f.model = std::make_unique<LlamaModel>(mc, *f.weights, *pool, config.max_num_batched_tokens);
+  ZL_ASSIGN_OR_RETURN(f.kv_dtype, resolve_kv_dtype(config, *f.weights));
+  if (config.device.is_cuda()) {
+    ZL_ASSIGN_OR_RETURN(f.kv.num_blocks, attach_cuda(mc, f));
+    f.kv.block_bytes = KvCache::block_bytes(mc, config.block_size, mc.num_layers, f.kv_dtype);
+    return f;
+  }
+  const int64_t bytes_per_token = KvCache::block_bytes(mc, config.block_size, mc.num_layers, f.kv_dtype) / config.block_size;
+  const int64_t budget = kv_budget_bytes(config, bytes_per_token, mc.max_seq_len);
+  ZL_ASSIGN_OR_RETURN(f.kv, plan_kv_layout(mc, config, f.kv_dtype, budget));
+  ZL_ASSIGN_OR_RETURN(f.cache, KvCache::create(mc, static_cast<int32_t>(f.kv.num_blocks), config.block_size,
+                                               static_cast<int32_t>(f.kv.num_window_slots), f.kv_dtype));
+  if (config.kv_populate) ZL_RETURN_IF_ERROR(populate_kv(*f.cache, pool->num_threads()));
+  return f;
+}
+
 // Moves the forward pass to config.device: weights uploaded, KV pool on the
 // device (sized there), the host cache only naming blocks. Returns the blocks.
-StatusOr<int64_t> Engine::Impl::attach_cuda(const ModelConfig& mc) {
+StatusOr<int64_t> Engine::Impl::attach_cuda(const ModelConfig& mc, Forward& f) {
   CudaModelOptions options;
   options.device_index = config.device.index;
   options.max_batch_tokens = config.max_num_batched_tokens;
@@ -305,13 +369,13 @@ StatusOr<int64_t> Engine::Impl::attach_cuda(const ModelConfig& mc) {
   options.kv_cache_bytes = config.kv_cache_bytes;
   options.kv_cache_fraction = config.kv_cache_fraction > 0 ? config.kv_cache_fraction : 0.9;
   options.batch_invariant = config.batch_invariant;
-  ZL_ASSIGN_OR_RETURN(std::unique_ptr<CudaLlamaModel> cuda_model, CudaLlamaModel::create(mc, weights, options));
+  ZL_ASSIGN_OR_RETURN(std::unique_ptr<CudaLlamaModel> cuda_model, CudaLlamaModel::create(mc, *f.weights, options));
   log_info("engine: ", cuda_model->description());
   CudaLlamaModel* device_model = cuda_model.get();
-  cache = KvCache::create_external(mc, cuda_model->num_kv_blocks(), config.block_size,
+  f.cache = KvCache::create_external(mc, cuda_model->num_kv_blocks(), config.block_size,
                                    [device_model](int32_t src, int32_t dst) { device_model->copy_block(src, dst); });
   const int64_t num_blocks = cuda_model->num_kv_blocks();
-  model->use_cuda(std::move(cuda_model));
+  f.model->use_cuda(std::move(cuda_model));
   return num_blocks;
 }
 
@@ -348,7 +412,7 @@ StatusOr<RequestId> Engine::Impl::submit(Request request) {
   }
 
   RequestId id = next_id.fetch_add(1, std::memory_order_relaxed);
-  BlockSignature salt = make_cache_salt(fingerprint, request.cache_salt);
+  BlockSignature salt = make_cache_salt(fingerprint.load(std::memory_order_relaxed), request.cache_salt);
   auto message = new InboxMessage();
   message->kind = InboxMessage::Kind::kSubmit;
   message->sequence = std::make_unique<Sequence>(id, std::move(request), std::move(prompt), max_total, mc.vocab_size,
@@ -364,17 +428,21 @@ void Engine::Impl::drain() {
   while (InboxMessage* m = inbox.pop()) {
     switch (m->kind) {
       case InboxMessage::Kind::kSubmit:
-        core->enqueue(std::move(m->sequence));
+        // During a reload's wait, new requests hold back so the engine empties.
+        if (reload) deferred.push_back(std::move(m->sequence));
+        else core->enqueue(std::move(m->sequence));
         pending_submits.fetch_sub(1, std::memory_order_relaxed);
         break;
       case InboxMessage::Kind::kAbort:
-        core->abort(m->id);
+        if (reload) deferred_aborts.push_back(m->id);  // aborted once enqueued, whichever core it meets
+        else core->abort(m->id);
         break;
       case InboxMessage::Kind::kStopString:
         core->stop_by_string(m->id);
         break;
       case InboxMessage::Kind::kStats:
         *m->stats_out = core->stats();
+        m->stats_out->reload_pending = reload.has_value();
         m->stats_done->store(1, std::memory_order_release);
         futex_wake_all(m->stats_done);
         break;
@@ -382,6 +450,15 @@ void Engine::Impl::drain() {
         (*m->call)();
         m->stats_done->store(1, std::memory_order_release);
         futex_wake_all(m->stats_done);
+        break;
+      case InboxMessage::Kind::kReload:
+        if (reload) {
+          *m->reload_result = invalid_argument("a reload is in progress already");
+          m->stats_done->store(1, std::memory_order_release);
+          futex_wake_all(m->stats_done);
+        } else {
+          reload = PendingReload{*m->reload_spec, m->reload_result, m->stats_done};
+        }
         break;
       case InboxMessage::Kind::kStop:
         stop = true;
@@ -400,6 +477,7 @@ void Engine::Impl::run() {
   while (true) {
     drain();
     if (stop) break;
+    if (reload && !core->has_work()) finish_reload();
     if (core->has_work()) {
       if (core->wait_to_plan()) drain();  // what arrived during the pass joins the next
       core->step();
@@ -411,7 +489,60 @@ void Engine::Impl::run() {
     }
   }
   // Shutdown: everything accepted gets its terminal event.
+  if (reload) finish_reload();  // (refused: the engine is stopping)
   core->abort_all();
+}
+
+// Engine thread, with nothing running or waiting: the reload, then the
+// requests that waited for it.
+void Engine::Impl::finish_reload() {
+  const auto start = std::chrono::steady_clock::now();
+  Status status = stop ? unavailable("the engine is stopping") : reload_model(reload->spec);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (status.ok()) log_info("engine: reloaded ", reload->spec, " in ", seconds, " s");
+  else log_warn("engine: reload of ", reload->spec, " refused, serving on as before: ", status.message());
+  *reload->result = std::move(status);
+  reload->done->store(1, std::memory_order_release);
+  futex_wake_all(reload->done);
+  reload.reset();
+  for (std::unique_ptr<Sequence>& sequence : deferred) core->enqueue(std::move(sequence));
+  deferred.clear();
+  for (RequestId id : deferred_aborts) core->abort(id);
+  deferred_aborts.clear();
+}
+
+// Engine thread, idle: loads `spec` beside the served model, and swaps it in
+// only once it is whole and takes the same token ids at the same context.
+// The prefix cache starts empty (routers hear AllBlocksCleared); the
+// tokenizer, the chat template and the served name stay.
+Status Engine::Impl::reload_model(const std::string& spec) {
+  if (config.device.is_cuda()) return invalid_argument("reload: not supported on a CUDA device yet");
+  LoadOptions options;
+  options.tokenizer_path = config.tokenizer;
+  options.weight_format = config.weight_format;
+  ZL_ASSIGN_OR_RETURN(ModelSource opened, open_model(spec, options));
+  auto next = std::make_unique<ModelSource>(std::move(opened));
+  if (!next->tokenizer) return next->tokenizer_status.with_prefix("no tokenizer for " + spec);
+  ZL_RETURN_IF_ERROR(check_same_tokenizer(*source.tokenizer, *next->tokenizer));
+  ModelConfig& mc = next->config;
+  ZL_RETURN_IF_ERROR(cap_context(config, mc));
+  if (mc.vocab_size != source.config.vocab_size || mc.max_seq_len != source.config.max_seq_len)
+    return invalid_argument("the new model has ", mc.vocab_size, " ids and a context of ", mc.max_seq_len,
+                            "; the served one ", source.config.vocab_size, " and ", source.config.max_seq_len);
+  ZL_ASSIGN_OR_RETURN(Forward parts, build_forward(*next, mc));
+  auto next_core = std::make_unique<EngineCore>(config, *parts.model, *parts.cache, end_ids(mc, *source.tokenizer),
+                                                output.get());
+  if (publisher) publisher->detach(*core);
+  core = std::move(next_core);  // the old core, then the old model and pool, go
+  forward = std::move(parts);
+  reloaded_source = std::move(next);
+  if (kv_events) {
+    core->set_kv_event_queue(&kv_events->queue());
+    kv_events->queue().cleared();
+  }
+  if (publisher) publisher->attach(*core);
+  fingerprint.store(model_fingerprint(*reloaded_source), std::memory_order_relaxed);
+  return ok_status();
 }
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -427,6 +558,17 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
 
 StatusOr<RequestId> Engine::submit(Request request) { return impl_->submit(std::move(request)); }
 
+Status Engine::reload(const std::string& model) {
+  const std::string spec = model.empty() ? impl_->config.model : model;
+  Status result;
+  auto message = new InboxMessage();
+  message->kind = InboxMessage::Kind::kReload;
+  message->reload_spec = &spec;
+  message->reload_result = &result;
+  impl_->push_and_wait(message);
+  return result;
+}
+
 Status Engine::compile_grammar(StructuredOutput& output) const {
   ZL_ASSIGN_OR_RETURN(output.compiled, impl_->grammars->compile(output));
   return ok_status();
@@ -441,21 +583,22 @@ void Engine::abort(RequestId id) {
 
 EngineStats Engine::stats() {
   EngineStats out;
-  std::atomic<uint32_t> done{0};
   auto message = new InboxMessage();
   message->kind = InboxMessage::Kind::kStats;
   message->stats_out = &out;
-  message->stats_done = &done;
-  impl_->inbox.push(message);
-  while (done.load(std::memory_order_acquire) == 0) futex_wait(&done, 0);
+  impl_->push_and_wait(message);
   return out;
 }
 
 void Engine::Impl::call_on_engine_thread(const std::function<void()>& call) {
-  std::atomic<uint32_t> done{0};
   auto message = new InboxMessage();
   message->kind = InboxMessage::Kind::kCall;
   message->call = &call;
+  push_and_wait(message);
+}
+
+void Engine::Impl::push_and_wait(InboxMessage* message) {
+  std::atomic<uint32_t> done{0};
   message->stats_done = &done;
   inbox.push(message);
   while (done.load(std::memory_order_acquire) == 0) futex_wait(&done, 0);
@@ -476,7 +619,7 @@ zl_stats_config Engine::Impl::stats_config() const {
   c.max_num_batched_tokens = config.max_num_batched_tokens;
   c.max_num_waiting = config.max_num_waiting;
   c.block_size = config.block_size;
-  c.num_kv_blocks = cache->num_blocks();
+  c.num_kv_blocks = forward.cache->num_blocks();
   c.kv_capacity_tokens = info.kv_capacity_tokens;
   c.num_threads = pool->num_threads();
   return c;

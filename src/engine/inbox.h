@@ -18,13 +18,15 @@ namespace zl {
 struct EngineStats;
 
 struct InboxMessage {
-  enum class Kind { kSubmit, kAbort, kStopString, kStats, kCall, kStop, kStub };
+  enum class Kind { kSubmit, kAbort, kStopString, kStats, kCall, kReload, kStop, kStub };
   std::atomic<InboxMessage*> next{nullptr};
   Kind kind = Kind::kStub;
   std::unique_ptr<Sequence> sequence;  // kSubmit
   RequestId id = 0;                    // kAbort, kStopString
   EngineStats* stats_out = nullptr;    // kStats: filled, then stats_done set and woken
   const std::function<void()>* call = nullptr;  // kCall: run, then stats_done set and woken
+  const std::string* reload_spec = nullptr;     // kReload: the model; once done, *reload_result set,
+  Status* reload_result = nullptr;              // then stats_done set and woken
   std::atomic<uint32_t>* stats_done = nullptr;
 };
 

@@ -90,6 +90,14 @@ void KvEventQueue::removed(const BlockSignature& signature) {
   publish();
 }
 
+void KvEventQueue::cleared() {
+  uint8_t* slot = claim();
+  if (!slot) return;
+  Header h{KvEvent::Kind::kCleared, false, {}, {}};
+  std::memcpy(slot, &h, sizeof(h));
+  publish();
+}
+
 size_t KvEventQueue::pop(std::vector<KvEvent>& out, size_t max) {
   const uint64_t tail = tail_.load(std::memory_order_relaxed);
   const size_t n = std::min<uint64_t>(head_.load(std::memory_order_acquire) - tail, max);
@@ -118,6 +126,12 @@ std::string encode_kv_event_batch(std::span<const KvEvent> events, double ts, in
   w.float64(ts);
   w.array(static_cast<uint32_t>(groups.size()));
   for (const EventGroup& g : groups) {
+    if (g.first->kind == KvEvent::Kind::kCleared) {
+      w.map(1);
+      w.str("type");
+      w.str("AllBlocksCleared");
+      continue;
+    }
     const bool stored = g.first->kind == KvEvent::Kind::kStored;
     w.map(stored ? 8 : 3);
     w.str("type");

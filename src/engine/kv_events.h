@@ -11,6 +11,7 @@
 //   BlockStored  {block_hashes, parent_block_hash, token_ids, block_size,
 //                 lora_id: nil, medium: "GPU", lora_name: nil}
 //   BlockRemoved {block_hashes, medium: "GPU"}
+//   AllBlocksCleared {} (the engine reloaded its model: the pool is empty)
 // A block hash is the block's 16-byte cache signature (put_signature's
 // bytes, msgpack bin), its parent the previous block's (nil for a prompt's
 // first block), as vLLM chains its block hashes. Consecutive blocks of one
@@ -48,7 +49,7 @@ struct KvEventsConfig {
 };
 
 struct KvEvent {
-  enum class Kind : uint8_t { kStored, kRemoved };
+  enum class Kind : uint8_t { kStored, kRemoved, kCleared };
   Kind kind = Kind::kStored;
   bool has_parent = false;
   BlockSignature signature;
@@ -66,6 +67,7 @@ class KvEventQueue {
   // Producer (the engine thread). parent: nullptr for a sequence's first block.
   void stored(const BlockSignature& signature, const BlockSignature* parent, const int32_t* tokens);
   void removed(const BlockSignature& signature);
+  void cleared();
 
   // Consumer: appends up to max events to out; returns how many.
   size_t pop(std::vector<KvEvent>& out, size_t max);

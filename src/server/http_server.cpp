@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bundle/chat_prompt.h"
 #include "core/log.h"
 #include "server/http_server_impl.h"
@@ -53,6 +55,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/detokenize", http::verb::post, Route::kDetokenize},
     {"/v1/completions/render", http::verb::post, Route::kCompletionsRender},
     {"/v1/chat/completions/render", http::verb::post, Route::kChatRender},
+    {"/admin/reload", http::verb::post, Route::kAdminReload},
 };
 
 // Compares without an early exit, so response times do not leak the key.
@@ -275,6 +278,7 @@ void HttpServer::Impl::run_on_worker(const std::shared_ptr<SessionBase>& session
     case Route::kApplyTemplate: error = apply_template_body(body, chat, out); break;
     case Route::kTokenize: error = tokenize_body(body, e.tokenizer(), limits, chat, out); break;
     case Route::kDetokenize: error = detokenize_body(body, e.tokenizer(), limits, out); break;
+    case Route::kAdminReload: error = admin_reload(body, e, out); break;
     case Route::kCompletionsRender:
     case Route::kChatRender: {
       const bool chat = route == Route::kChatRender;
@@ -287,6 +291,35 @@ void HttpServer::Impl::run_on_worker(const std::shared_ptr<SessionBase>& session
   }
   if (error) return respond_json(session, error->http_status, error_body(*error));
   respond_json(session, 200, std::move(out));
+}
+
+// POST /admin/reload {"model": SPEC?}: Engine::reload on this worker thread
+// (seconds); requests arriving meanwhile wait in the engine, none is refused.
+std::optional<ApiError> HttpServer::Impl::admin_reload(const std::string& body, Engine& e, std::string& out) {
+  // Loading a path named by a client is for its operator only.
+  if (config.api_key.empty()) {
+    ApiError e403{403, "POST /admin/reload is off: start the server with --api-key", "invalid_request_error", "",
+                  "admin_disabled"};
+    return e403;
+  }
+  const nlohmann::json j = nlohmann::json::parse(body.empty() ? std::string("{}") : body, nullptr, false);
+  if (!j.is_object()) return bad_request("", "the body must be a JSON object");
+  std::string model;
+  if (const auto it = j.find("model"); it != j.end()) {
+    if (!it->is_string() || it->get<std::string>().empty())
+      return bad_request("model", "model must be a non-empty string: a path, a Hub id or dummy:NAME");
+    model = it->get<std::string>();
+  }
+  const auto start = Clock::now();
+  if (Status s = e.reload(model); !s.ok()) {
+    ApiError error = submit_error(s);
+    if (s.code() == StatusCode::kInvalidArgument) error.param = "model";
+    return error;
+  }
+  out = nlohmann::json{{"status", "reloaded"}, {"model", model.empty() ? e.model_info().name : model},
+                       {"seconds", std::chrono::duration<double>(Clock::now() - start).count()}}
+            .dump();
+  return std::nullopt;
 }
 
 std::optional<ApiError> HttpServer::Impl::parse_request(Route route, const std::string& body, Engine& e,

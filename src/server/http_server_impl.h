@@ -32,7 +32,7 @@ namespace zl::server {
 
 enum class Route {
   kCompletions, kChat, kResponses, kApplyTemplate, kModels, kHealth, kMetrics, kTokenize, kDetokenize,
-  kCompletionsRender, kChatRender,
+  kCompletionsRender, kChatRender, kAdminReload,
 };
 
 // One TCP (or TLS) connection, as the server's request handling sees it.
@@ -112,6 +112,7 @@ class HttpServer::Impl {
   void handle_metrics(const std::shared_ptr<SessionBase>& session);
   void handle_health(const std::shared_ptr<SessionBase>& session);
   bool authorized(Route route, const Request& request) const;
+  std::optional<ApiError> admin_reload(const std::string& body, Engine& engine, std::string& out);
 };
 
 }  // namespace zl::server

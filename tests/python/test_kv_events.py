@@ -181,3 +181,25 @@ def test_render_endpoints_give_the_prompt_tokens(events_server):
                                      {"messages": [{"role": "user", "content": "hi"}]})
     assert status == 400  # dummy:tiny-4k has no chat template, said as for chat itself
     assert "chat template" in json.loads(data)["error"]["message"]
+
+
+def test_a_reload_clears_the_routers_view():
+    pub = free_port()
+    s = Server("--model", "dummy:tiny-4k", "--kv-cache-memory", "1M", "--kv-events-endpoint",
+               f"tcp://127.0.0.1:{pub}", api_key="secret")
+    context = zmq.Context()
+    sub = context.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect(f"tcp://127.0.0.1:{pub}")
+    time.sleep(0.3)
+    try:
+        complete(s, tokens(9, 2 * BLOCK + 1))
+        assert len(stored_blocks(receive(sub, lambda ev: len(stored_blocks(ev)) >= 2)[1])) >= 2
+        status, _, data = s.request("POST", "/admin/reload", {"model": "dummy:tiny-4k:5"})
+        assert status == 200, data
+        _, events = receive(sub, lambda ev: any(e["type"] == "AllBlocksCleared" for e in ev))
+        assert {"type": "AllBlocksCleared"} in events
+    finally:
+        sub.close(0)
+        context.term()
+        assert s.stop() == 0

@@ -235,3 +235,64 @@ def test_tls_needs_a_matching_key(tmp_path):
     r = run_serve("--model", "dummy:tiny", "--shm-name", "", "--ssl-certfile", str(cert), "--ssl-keyfile",
                   str(other_key))
     assert r.returncode != 0 and "--ssl-keyfile" in r.stderr and "mismatch" in r.stderr, r.stderr
+
+
+def test_admin_reload_swaps_weights_without_dropping_anything():
+    s = Server("--model", "dummy:tiny:1", "--max-seq-len", "1024", "--kv-cache-memory", "16M", api_key="secret",
+               shm_name="auto")
+    try:
+        auth = {"Authorization": "Bearer secret"}
+        body = {"prompt": [5, 6, 7], "max_tokens": 8, "temperature": 0}
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)  # one keep-alive connection throughout
+
+        def call(path, payload):
+            conn.request("POST", path, json.dumps(payload), {"Content-Type": "application/json", **auth})
+            resp = conn.getresponse()
+            return resp.status, json.loads(resp.read())
+
+        status, first = call("/v1/completions", body)
+        assert status == 200
+        # A long stream in flight and requests arriving meanwhile all finish normally.
+        results = {}
+        long_body = {"prompt": "long", "max_tokens": 1000, "ignore_eos": True, "temperature": 0}
+        streams = [threading.Thread(target=lambda i=i: results.__setitem__(i, completion(s.port, long_body, auth)))
+                   for i in range(3)]
+        streams[0].start()
+        deadline = time.time() + 10
+        while time.time() < deadline and s.metrics().get("vllm:num_requests_running", 0) < 1:
+            time.sleep(0.005)
+        status, answer = call("/admin/reload", {"model": "dummy:tiny:2"})
+        for t in streams[1:]:
+            t.start()
+        for t in streams:
+            t.join(60)
+        assert status == 200 and answer["status"] == "reloaded", answer
+        for i in range(3):
+            status, _, data = results[i]
+            assert status == 200 and json.loads(data)["choices"][0]["finish_reason"] == "length", (i, data)
+        status, second = call("/v1/completions", body)
+        assert second["choices"][0]["text"] != first["choices"][0]["text"]  # other weights
+        # Another tokenizer is refused, and the model serves on unchanged.
+        status, refused = call("/admin/reload", {"model": "dummy:llama-110m"})
+        assert status == 400 and refused["error"]["param"] == "model"
+        assert "tokenizer" in refused["error"]["message"]
+        assert call("/v1/completions", body)[1]["choices"][0]["text"] == second["choices"][0]["text"]
+        status, bad = call("/admin/reload", {"model": 3})
+        assert status == 400 and bad["error"]["param"] == "model"
+        # Back to the first weights: the first answer again; the segment never went.
+        assert call("/admin/reload", {"model": "dummy:tiny:1"})[0] == 200
+        assert call("/v1/completions", body)[1]["choices"][0]["text"] == first["choices"][0]["text"]
+        assert Path(f"/dev/shm/zerolayer-{s.port}").exists()
+        conn.close()
+        assert s.request("POST", "/admin/reload", {}, key=None)[0] == 401
+    finally:
+        assert s.stop() == 0
+
+
+def test_admin_reload_needs_an_api_key():
+    s = Server("--model", "dummy:tiny", "--kv-cache-memory", "16M", api_key=None)
+    try:
+        status, _, data = s.request("POST", "/admin/reload", {})
+        assert status == 403 and "--api-key" in json.loads(data)["error"]["message"]
+    finally:
+        assert s.stop() == 0
