@@ -65,9 +65,8 @@ struct EngineConfig {
   bool full_window_kv = false;
   // Commit the KV pool's memory at start instead of at each block's first
   // write (CPU): later requests neither wait for the kernel to back fresh
-  // pages nor find them missing. Costs start-up time (5.7 GiB on a 2-vCPU
-  // VM: 15.6 s when fresh, 0.8-6.2 s when the memory was just used) and
-  // resident memory at once.
+  // pages nor find them missing. Costs start-up time and resident memory at
+  // once (bench/results/first_requests/README.md).
   bool kv_populate = false;
   // Overlap scheduling (CPU, every cache policy): while one forward pass
   // runs, the engine publishes the one before and plans the next, which

@@ -4,7 +4,8 @@
 // The hash is compiled in here (the library's header, XXH_INLINE_ALL), not
 // called in libxxhash.so: signing runs right after a forward pass has
 // evicted all code, and the first call into the shared library each step
-// paid for its code, PLT and GOT pages cold (~2.4 µs on a 2-vCPU VM).
+// paid for its code, PLT and GOT pages cold
+// (bench/results/code_notes.md#inlined-xxh3).
 #define XXH_INLINE_ALL  // also gives XXH3_state_t on the stack
 #include <xxhash.h>
 

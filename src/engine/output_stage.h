@@ -17,9 +17,8 @@
 // Waking the stage costs the engine more than the syscall: on a machine with
 // no idle core the woken stage (or whatever the scheduler runs instead) takes
 // the engine thread's core, and the engine sits out the rest of its
-// scheduling gap (measured on 2 busy cores: the engine was switched out in
-// 60-85% of the gaps at 64-256 sequences when it woke the stage every step,
-// 0-2% when it did not). So while records keep coming the stage naps: it
+// scheduling gap (bench/results/code_notes.md#output-stage). So while
+// records keep coming the stage naps: it
 // sleeps a fraction of the interval between its deliveries and looks again,
 // and the engine never wakes it. Only after a few intervals without records
 // does it sleep for good, and the next publish wakes it.
@@ -77,11 +76,9 @@ class OutputStage {
   // end the finish and retire records) the engine thread delivers them
   // itself when the stage is idle, rather than wake the stage (a futex wake,
   // and on busy cores a wait for it to run) or leave them for the end of
-  // its nap: a lone 1-token request's round trip took ~160 µs longer so
-  // (shm_bench, 2-vCPU EPYC VM). Delivering costs the engine ~1 µs a record
-  // (the request's output state and the vocabulary are cold after a forward
-  // pass), inside the scheduling gap, so more records go to the stage. (At
-  // 32, 16 sequences spent ~12 of their ~19 µs gap delivering.)
+  // its nap, which delays a lone request's round trip. Delivering costs the
+  // engine about a microsecond a record inside the scheduling gap, so more
+  // records go to the stage (bench/results/code_notes.md#output-stage).
   static constexpr uint32_t kInlineRecords = 3;
 
   // on_stop_string(id) is called on the delivering thread when a stop string

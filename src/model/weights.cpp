@@ -158,10 +158,8 @@ uint8_t* ModelWeights::allocate_bytes(int64_t num_bytes) {
   void* p = std::aligned_alloc(64, std::max<size_t>(size, 64));
   CHECK(p != nullptr) << "out of memory allocating " << num_bytes << " bytes of weights";
   // A decode step streams every matrix whole: on 2 MiB pages one TLB entry
-  // covers 512 times more of the stream. (What it buys on this VM is not
-  // settled: one GEMV A/B over 65536 x 2048 q8_0 packed at 2 threads gave
-  // 36-46 -> 62-65 GB/s, a later one no difference beyond the host's spread;
-  // bench/results/cpu_llama1b/README.md.)
+  // covers 512 times more of the stream (measurements:
+  // bench/results/code_notes.md#huge-pages-for-weights).
   if (size >= kHugePageBytes) advise_huge_pages(p, size);
   owned.emplace_back(static_cast<uint8_t*>(p));
   return owned.back().get();

@@ -13,18 +13,14 @@
 // being the 1-3 groups of a panel (matmul.h) in the thread's rows, so that a
 // tile reads one sequential stream:
 //   * decode (T = 1): 3 chains, the panel's stream prefetched ahead (memory
-//     bound: the weights are read once). A 256 MiB GEMV alone, one thread,
-//     2 MiB pages: 26.5 GB/s from one stream of 3 groups, as packed bf16's
-//     one stream (26-28), vs 22-23 from 4 separate group streams and 25-26
-//     from 1 or 2 (fewer streams read faster here; 1 chain is latency bound);
+//     bound: the weights are read once); one sequential stream reads faster
+//     than separate group streams, and 1 chain is latency bound;
 //   * prefill and batches: T tokens (up to kMaxTileTokens) x 3 groups, so
 //     each widened weight vector feeds T FMAs and each broadcast 3; the
 //     caller's row blocks keep the weights in L2 while the token tiles pass
 //     (matmul.cpp rows_per_block), the tile's activations stay in L1/L2.
-//     Of 3 x 8, 2 x 12, 2 x 6, 4 x 4 and 1 x 8 (broadcasts folded into the
-//     FMAs) timed alone on 1 MiB of weights x 480 tokens x 2048 columns
-//     (Zen 4, one thread, best of 5 on the shared VM), 3 x 8 ran fastest:
-//     105-117 GFLOP/s, about one 16-lane FMA per cycle, vs <= 96 for 2 x 12.
+//     3 groups x 8 tokens ran fastest of the shapes timed, about one 16-lane
+//     FMA per cycle (bench/results/code_notes.md#f16-avx-512-tiles).
 #include "kernels/cpu/immintrin_quiet.h"
 
 #include <algorithm>
@@ -39,10 +35,8 @@ namespace {
 // Tokens per register tile: 3 groups x 8 tokens = 24 accumulators, plus 3
 // weight vectors and a broadcast, in the 32 zmm registers.
 constexpr int kMaxTileTokens = 8;
-// Columns read ahead on a panel's stream: 6 KiB for 3 groups. A 534 MB GEMV
-// alone on 2 threads (2 MiB pages, 3 rounds): 26.7-28.5 GB/s at 64 columns,
-// 24.6-27.9 at 128, 26.0-27.6 at 256, 20-22 prefetching into L2 instead;
-// packed bf16's stream 25.0-27.9 in the same rounds.
+// Columns read ahead on a panel's stream: 6 KiB for 3 groups; farther, or
+// into L2 instead, read no faster (bench/results/code_notes.md#f16-avx-512-tiles).
 constexpr int64_t kPrefetchColumns = 64;
 
 // Groups g0 .. g0 + NG - 1 (of one panel) x tokens t0 .. t0 + T - 1; rows
