@@ -80,8 +80,13 @@
  * segment admits only the server's user. Within that user the protocol does
  * not isolate clients from each other: a process that writes arbitrary bytes
  * can also rewrite another client's slot state or response ring, so a
- * per-client secret in this segment would prove nothing. Clients that must
- * not trust each other belong to different users (and servers).
+ * per-client secret in this segment would prove nothing. Nor would a
+ * segment per client (a memfd handed over a Unix socket): a process of the
+ * same user opens another's descriptors through /proc/PID/fd (a ptrace read
+ * check, which Yama's ptrace_scope does not restrict) or attaches to it. The
+ * boundary is the user id, as for vLLM's ZMQ IPC sockets: clients that must
+ * not trust each other belong to different users, and reach one server over
+ * HTTP with API keys or run servers of their own.
  *
  * Words marked (atomic) are accessed only with atomic operations (C11
  * atomics, std::atomic_ref, __atomic builtins); the others are plain data

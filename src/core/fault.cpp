@@ -14,7 +14,8 @@ std::atomic<bool> g_any_armed{false};
 
 namespace {
 
-constexpr std::array<std::string_view, static_cast<size_t>(Point::kCount)> kNames = {"forward", "kv_admit", "kv_grow"};
+constexpr std::array<std::string_view, static_cast<size_t>(Point::kCount)> kNames = {"forward", "kv_admit", "kv_grow",
+                                                                                      "kv_map", "kv_populate"};
 
 // Relaxed atomics throughout: arm() happens before the hits it should affect
 // (a test arms, then submits; serve arms before the engine starts), and a
@@ -45,7 +46,7 @@ Status parse_part(std::string_view part, Point* point, Plan* plan) {
   while (index < kNames.size() && kNames[index] != name) ++index;
   if (index == kNames.size())
     return invalid_argument("fault spec \"", part, "\": unknown point \"", name,
-                            "\" (known: forward, kv_admit, kv_grow)");
+                            "\" (known: forward, kv_admit, kv_grow, kv_map, kv_populate)");
   *point = static_cast<Point>(index);
   while (colon != std::string_view::npos) {
     rest = rest.substr(colon + 1);

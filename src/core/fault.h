@@ -25,6 +25,8 @@ enum class Point : uint8_t {
   kForward,   // "forward": LlamaModel::forward returns an internal error
   kKvAdmit,   // "kv_admit": KvPool::admit answers kWait (no memory now)
   kKvGrow,    // "kv_grow": KvPool::ensure_capacity cannot add a block
+  kKvMap,     // "kv_map": KvCache::create cannot map the pool (mmap fails)
+  kKvPopulate,  // "kv_populate": KvCache::populate cannot commit it (ENOMEM)
   kCount,
 };
 

@@ -1,6 +1,9 @@
 #include "model/kv_cache.h"
 
+#include <cerrno>
 #include <cstring>
+
+#include "core/fault.h"
 
 namespace zl {
 
@@ -39,8 +42,10 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::create(const ModelConfig& config, in
   std::unique_ptr<KvCache> cache(new KvCache());
   cache->lay_out(config, num_blocks, block_size, num_window_slots, dtype);
   const auto bytes = static_cast<size_t>(cache->total_bytes_);
-  cache->k_ = allocate_huge_buffer(bytes);
-  cache->v_ = allocate_huge_buffer(bytes);
+  if (!fault::should_fail(fault::Point::kKvMap)) {
+    cache->k_ = allocate_huge_buffer(bytes);
+    cache->v_ = allocate_huge_buffer(bytes);
+  }
   if (!cache->k_ || !cache->v_) return resource_exhausted("cannot allocate a KV cache of ", 2 * bytes, " bytes");
   return cache;
 }
@@ -49,7 +54,9 @@ Status KvCache::populate(int num_threads) {
   const auto bytes = static_cast<size_t>(total_bytes_);
   for (void* buffer : {k_.get(), v_.get()}) {
     if (!buffer) continue;
-    if (int err = populate_huge_buffer(buffer, bytes, num_threads); err != 0)
+    const int err = fault::should_fail(fault::Point::kKvPopulate) ? ENOMEM
+                                                                  : populate_huge_buffer(buffer, bytes, num_threads);
+    if (err != 0)
       return resource_exhausted("cannot commit the KV pool's ", 2 * bytes, " bytes: ", std::strerror(err));
   }
   return ok_status();

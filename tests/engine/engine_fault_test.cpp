@@ -3,7 +3,8 @@
 // that answers "no memory" at admission or when a paged table grows. Each
 // request still ends with exactly one terminal event, requests outside the
 // failed pass give the tokens of a run without faults, and the pool gets
-// every block back.
+// every block back. A KV pool that cannot be mapped or committed at start
+// fails Engine::create with a message that says how much it asked for.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -23,9 +24,10 @@ struct EngineSetup {
   CachePolicy policy = CachePolicy::kContiguous;
   int64_t kv_bytes = 8 << 20;
   bool overlap = true;
+  bool kv_populate = false;
 };
 
-std::unique_ptr<Engine> make_engine(const EngineSetup& setup) {
+EngineConfig engine_config(const EngineSetup& setup) {
   EngineConfig config;
   config.model = "dummy:tiny";
   config.num_threads = 1;
@@ -34,7 +36,12 @@ std::unique_ptr<Engine> make_engine(const EngineSetup& setup) {
   config.kv_cache_bytes = setup.kv_bytes;
   config.cache_policy = setup.policy;
   config.overlap_scheduling = setup.overlap;
-  auto engine = Engine::create(config);
+  config.kv_populate = setup.kv_populate;
+  return config;
+}
+
+std::unique_ptr<Engine> make_engine(const EngineSetup& setup) {
+  auto engine = Engine::create(engine_config(setup));
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
   return engine.ok() ? std::move(*engine) : nullptr;
 }
@@ -155,6 +162,27 @@ TEST_F(EngineFaultTest, PagedGrowthWithoutMemoryPreemptsAndEveryRequestFinishes)
     }
     EXPECT_EQ(stats.kv.num_used_blocks, 0);
     fault::disarm_all();
+  }
+}
+
+TEST_F(EngineFaultTest, AKvPoolThatCannotBeMappedOrCommittedFailsStartUp) {
+  const struct {
+    fault::Point point;
+    const char* message;
+  } cases[] = {{fault::Point::kKvMap, "cannot allocate a KV cache of "},
+               {fault::Point::kKvPopulate, "cannot commit the KV pool's "}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.message);
+    fault::arm(c.point, {.count = 1});
+    auto engine = Engine::create(engine_config({.kv_populate = true}));
+    ASSERT_FALSE(engine.ok());
+    EXPECT_EQ(engine.status().code(), StatusCode::kResourceExhausted);
+    EXPECT_NE(engine.status().message().find(c.message), std::string::npos) << engine.status().to_string();
+    EXPECT_NE(engine.status().message().find(" bytes"), std::string::npos) << engine.status().to_string();
+    // The fault was spent: the next start gets its pool and serves.
+    auto again = Engine::create(engine_config({.kv_populate = true}));
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+    EXPECT_EQ(run_requests(**again, 2, 4)[1]->num_finish_events, 1);
   }
 }
 

@@ -1,14 +1,18 @@
 """Faults through the whole server: forward passes that fail (injected with
-ZEROLAYER_FAULTS, see src/core/fault.h) and a client that stops reading its
-stream. Every request still gets exactly one terminal answer, the counters
-in /metrics equal what the clients saw, and every KV block returns."""
+ZEROLAYER_FAULTS, see src/core/fault.h), a KV pool that cannot be had at
+start, and a client that stops reading its stream. Every request still gets
+exactly one terminal answer, the counters in /metrics equal what the
+clients saw, and every KV block returns."""
 
 import json
+import os
 import socket
+import subprocess
 import threading
 import time
 
-from test_http_server import API_KEY, MAX_SEQ_LEN, MODEL, Server, _wait_idle, server  # noqa: F401
+import pytest
+from test_http_server import API_KEY, BIN, MAX_SEQ_LEN, MODEL, Server, _wait_idle, server  # noqa: F401
 
 
 def _finished_by_reason(s):
@@ -71,6 +75,19 @@ def test_failing_forward_passes_end_each_request_once():
         assert s.request("GET", "/health")[0] == 200
     finally:
         assert s.stop() == 0
+
+
+@pytest.mark.parametrize("point,message", [("kv_map", "cannot allocate a KV cache of "),
+                                           ("kv_populate", "cannot commit the KV pool's ")])
+def test_a_kv_pool_that_cannot_be_had_stops_start_up_cleanly(point, message):
+    # The pool is mapped after the port is bound and the shared-memory name
+    # checked: a failure there must exit 1 with the reason and leave no segment.
+    name = f"/zl-test-kv-fault-{os.getpid()}"
+    r = subprocess.run([BIN, "serve", "--model", "dummy:tiny", "--port", "0", "--shm-name", name],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "ZEROLAYER_FAULTS": point})
+    assert r.returncode == 1, r.stderr
+    assert message in r.stderr and " bytes" in r.stderr, r.stderr
+    assert not os.path.exists("/dev/shm" + name)
 
 
 def test_a_client_that_stops_reading_is_cut_off_and_its_job_aborted(server):

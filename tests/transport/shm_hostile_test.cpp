@@ -4,6 +4,7 @@
 // delete).
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -70,6 +71,25 @@ TEST(ShmHostile, HeaderRewrittenByAClientCrashesNothingAndIsRestored) {
   ASSERT_EQ(zl_client_connect(name.c_str(), &second), ZL_OK) << zl_client_last_error(nullptr);
   zl_client_close(second);
   zl_client_close(client);
+}
+
+// The trust boundary is the user id (shm_protocol.h, "Trust"): the segment
+// must admit no one but the server's user, whatever the umask.
+TEST(ShmHostile, SegmentAdmitsOnlyTheServersUser) {
+  std::unique_ptr<Engine> engine = make_tiny_engine();
+  ASSERT_NE(engine, nullptr);
+  const std::string name = unique_shm_name("mode");
+  const mode_t old_umask = umask(0);
+  auto server = ShmServer::start(*engine, {name, 16 << 20});
+  umask(old_umask);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  ASSERT_GE(fd, 0);
+  struct stat st {};
+  ASSERT_EQ(fstat(fd, &st), 0);
+  close(fd);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, geteuid());
 }
 
 TEST(ShmHostile, ForeignSegmentAtTheNameIsRefusedAndKept) {
