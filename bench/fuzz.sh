@@ -7,8 +7,9 @@
 #   bench/fuzz.sh --only chat_template_fuzz --seconds 3600
 # Builds build-asan/ first (scripts/sanitize.sh's build; needs scripts/setup.sh
 # to have run). The corpus of each target grows in $ZL_FUZZ_DIR/<target>/corpus
-# (default build-asan/fuzz-work), seeded from fuzz/seeds/<target>/, from
-# fuzz/make_seeds.py and from the chat templates in ../shared; findings
+# (default build-asan/fuzz-work), seeded from fuzz/seeds/<name>/ (the target
+# without _fuzz), from fuzz/make_seeds.py and from the chat templates in
+# ../shared; findings
 # (crash-*, leak-*, timeout-*, oom-*) land in $ZL_FUZZ_DIR/<target>/findings,
 # and `build-asan/fuzz/<target> FILE` replays one.
 set -euo pipefail
@@ -43,7 +44,7 @@ for t in "${targets[@]}"; do
   dir="$work/$t"
   mkdir -p "$dir/corpus" "$dir/findings"
   seeds=()
-  for s in "fuzz/seeds/$t" "$work/generated/$t"; do [ -d "$s" ] && seeds+=("$s"); done
+  for s in "fuzz/seeds/${t%_fuzz}" "$work/generated/$t"; do [ -d "$s" ] && seeds+=("$s"); done
   if [ "$t" = chat_template_fuzz ] && [ -d "$shared/tokenizers/chat-templates" ]; then
     seeds+=("$shared/tokenizers/chat-templates")
   fi
