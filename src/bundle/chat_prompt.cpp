@@ -66,6 +66,10 @@ StatusOr<std::string> render_chat_text(const LoadedChatTemplate& chat, const nlo
   return text;
 }
 
+bool template_wrote_bos(const LoadedChatTemplate& chat, std::string_view text) {
+  return !chat.bos_token.empty() && text.starts_with(chat.bos_token);
+}
+
 StatusOr<ChatPrompt> render_chat_prompt(const LoadedChatTemplate& chat, const Tokenizer& tokenizer,
                                         const nlohmann::ordered_json& messages, const ChatTemplateOptions& options,
                                         size_t max_text_bytes) {
@@ -74,8 +78,7 @@ StatusOr<ChatPrompt> render_chat_prompt(const LoadedChatTemplate& chat, const To
   if (prompt.text.size() > max_text_bytes)
     return out_of_range("messages: the conversation renders to ", prompt.text.size(),
                         " bytes of text, more than the ", max_text_bytes, " bytes the context can be read from");
-  bool template_wrote_bos = !chat.bos_token.empty() && prompt.text.starts_with(chat.bos_token);
-  prompt.ids = tokenizer.encode(prompt.text, /*add_special=*/!template_wrote_bos, /*parse_special=*/true);
+  prompt.ids = tokenizer.encode(prompt.text, /*add_special=*/!template_wrote_bos(chat, prompt.text), /*parse_special=*/true);
   if (prompt.ids.empty()) return invalid_argument("messages render to an empty prompt");
   return prompt;
 }

@@ -52,6 +52,10 @@ StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, c
 StatusOr<std::string> render_chat_text(const LoadedChatTemplate& chat, const nlohmann::ordered_json& messages,
                                        ChatTemplateOptions options);
 
+// Whether a rendered `text` starts with the template's bos, so that its
+// encoding adds none (llama.cpp's rule for chat prompts).
+bool template_wrote_bos(const LoadedChatTemplate& chat, std::string_view text);
+
 // render_chat_text, then the text's ids: parse_special=true, and bos added only
 // when the text does not already start with the template's bos. Text over
 // `max_text_bytes` is not encoded: out_of_range naming "messages" (so that a

@@ -93,6 +93,7 @@ void CompletionJob::start() {
   const size_t total = request_.prompts.size() * n;
   choices_.resize(total);
   finished_.assign(total, 0);
+  if (request_.reasoning) reasoning_.assign(total, ReasoningSplitter(request_.reasoning_opened));
   context_.registry->add(shared_from_this());
   for (size_t index = 0; index < total; ++index) {
     Request r = make_engine_request(request_, index / n, static_cast<int32_t>(index % n));
@@ -211,8 +212,18 @@ void CompletionJob::apply(Node& node) {
   c.finish = std::move(node.finish);
 }
 
+// With a reasoning parser, the <think> part of the text moves to `reasoning`
+// (a tag cut by the end of this piece waits in the splitter).
+void CompletionJob::split_reasoning(size_t index, ChoiceOutput& c) {
+  const std::string text = std::move(c.text);
+  c.text.clear();
+  reasoning_[index].feed(text, c.reasoning, c.text);
+  if (c.finish) reasoning_[index].finish(c.reasoning, c.text);
+}
+
 // With a tool parser, text that may begin a call waits in `held`; at the
-// end the held text is parsed into content and calls.
+// end the held text is parsed into content and calls (after the reasoning
+// is split off: a call is looked for in the content only).
 void CompletionJob::hold_tool_calls(ChoiceOutput& c) {
   const ToolCallFormat format = *request_.tool_format;
   c.held += c.text;
@@ -241,13 +252,14 @@ void CompletionJob::write_token_chunks(int32_t index, const ChoiceOutput& c) {
     piece.text_offset = c.text_offset + static_cast<int64_t>(offset);
     piece.token_ids = {c.token_ids[k]};
     piece.token_texts = {piece.text};
+    offset += piece.text.size();
+    if (last) piece.finish = c.finish;
+    if (request_.reasoning) split_reasoning(static_cast<size_t>(index), piece);
     if (request_.want_logprobs) {
       piece.token_logprobs = {c.token_logprobs[k]};
       piece.top_logprobs = {c.top_logprobs[k]};
     }
-    if (last) piece.finish = c.finish;
     piece.num_tokens = c.num_tokens - static_cast<int64_t>(c.token_ids.size() - 1 - k);
-    offset += piece.text.size();
     writer_->write_raw(sse_chunk(completion_chunk(meta_, index, piece, request_, tokenizer_)));
   }
 }
@@ -255,12 +267,15 @@ void CompletionJob::write_token_chunks(int32_t index, const ChoiceOutput& c) {
 void CompletionJob::write_stream_pieces() {
   for (size_t i = 0; i < choices_.size(); ++i) {
     ChoiceOutput& c = choices_[i];
+    // One chunk per token, unless tool calls may hold text back.
+    const bool per_token = !request_.tool_format && c.token_ids.size() > 1;
+    if (request_.reasoning && !per_token) split_reasoning(i, c);
     if (request_.tool_format) hold_tool_calls(c);
     if (c.text.empty() && c.token_ids.empty() && !c.finish) continue;
     if (c.finish && c.finish->reason == FinishReason::kError) {
       ApiError error{500, "generation failed: " + c.finish->stop_detail, "server_error", "", ""};
       writer_->write_raw(sse_chunk(error_body(error)));
-    } else if (!request_.tool_format && c.token_ids.size() > 1) {
+    } else if (per_token) {
       write_token_chunks(static_cast<int32_t>(i), c);
     } else {
       writer_->write_raw(sse_chunk(completion_chunk(meta_, static_cast<int32_t>(i), c, request_, tokenizer_)));
@@ -272,13 +287,16 @@ void CompletionJob::write_stream_pieces() {
     c.token_texts.clear();
     c.top_logprobs.clear();
     c.tool_calls.clear();
+    c.reasoning.clear();
     c.finish.reset();
   }
 }
 
 void CompletionJob::answer_whole() {
-  for (ChoiceOutput& c : choices_)
-    if (request_.tool_format) hold_tool_calls(c);
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    if (request_.reasoning) split_reasoning(i, choices_[i]);
+    if (request_.tool_format) hold_tool_calls(choices_[i]);
+  }
   for (const ChoiceOutput& c : choices_) {
     if (c.finish && c.finish->reason == FinishReason::kError) {
       ApiError error{500, "generation failed: " + c.finish->stop_detail, "server_error", "", ""};

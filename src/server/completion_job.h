@@ -94,6 +94,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void abort_unfinished();
   void on_disconnect();
   void write_stream_pieces();
+  void split_reasoning(size_t index, ChoiceOutput& c);
   void hold_tool_calls(ChoiceOutput& c);
   void write_token_chunks(int32_t index, const ChoiceOutput& c);
   void answer_response();
@@ -111,6 +112,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   std::vector<RequestId> ids_;
   std::vector<ChoiceOutput> choices_;  // streaming: what arrived since the last chunk
   std::vector<uint8_t> finished_;
+  std::vector<ReasoningSplitter> reasoning_;  // per choice, with a reasoning parser
   size_t num_finished_ = 0;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
   bool done_ = false;  // the response is complete (or failed); later events are dropped

@@ -152,6 +152,24 @@ void HttpServer::Impl::accept() {
   });
 }
 
+// The tool-call and reasoning syntaxes of chat outputs: named by the
+// config, or (auto) read from the chat template's source.
+void HttpServer::Impl::choose_output_parsers() {
+  const std::string_view source = chat.loaded.chat_template->source();
+  if (config.tool_call_parser == "auto") {
+    chat.tool_format = detect_tool_call_format(source);
+  } else if (config.tool_call_parser != "none") {
+    chat.tool_format = tool_call_format_named(config.tool_call_parser);
+  }
+  if (chat.tool_format) log_info("http: tool calls parsed as ", tool_call_format_name(*chat.tool_format));
+  if (config.reasoning_parser == "auto") {
+    chat.reasoning_format = detect_reasoning_format(source);
+  } else if (config.reasoning_parser != "none") {
+    chat.reasoning_format = reasoning_format_named(config.reasoning_parser);
+  }
+  if (chat.reasoning_format) log_info("http: reasoning (<think> ... </think>) parsed out of chat outputs");
+}
+
 void HttpServer::Impl::attach(Engine& e) {
   const Engine::ModelInfo& info = e.model_info();
   limits.vocab_size = info.vocab_size;
@@ -166,12 +184,7 @@ void HttpServer::Impl::attach(Engine& e) {
   if (loaded.ok()) {
     chat.loaded = std::move(*loaded);
     log_info("http: chat template from ", chat.loaded.origin);
-    if (config.tool_call_parser == "auto") {
-      chat.tool_format = detect_tool_call_format(chat.loaded.chat_template->source());
-    } else if (config.tool_call_parser != "none") {
-      chat.tool_format = tool_call_format_named(config.tool_call_parser);
-    }
-    if (chat.tool_format) log_info("http: tool calls parsed as ", tool_call_format_name(*chat.tool_format));
+    choose_output_parsers();
   } else {
     chat.missing_message = "this model has no chat template, so /v1/chat/completions and /apply-template cannot be "
                            "served (use /v1/completions, or start serve with --chat-template FILE|chatml): " +

@@ -52,6 +52,7 @@ class HttpServer::Impl {
   void accept();
   void handle(const std::shared_ptr<SessionBase>& session, Request request);
   void attach(Engine& engine);
+  void choose_output_parsers();
   void shutdown(double timeout_s);
   void begin_drain();
 

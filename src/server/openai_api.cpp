@@ -474,6 +474,8 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   if (OptError e = check_room(ids.size(), out.max_tokens, limits, "messages")) return e;
   out.prompts.push_back(std::move(ids));
   add_end_of_turn_stops(chat.loaded, out.ignore_eos, out.stop_token_ids);
+  out.reasoning = chat.reasoning_format && out.structured_output.kind == StructuredOutput::Kind::kNone;
+  out.reasoning_opened = out.reasoning && prompt_opens_reasoning(prompt->text);
   if (rendered) *rendered = std::move(prompt->text);
   return std::nullopt;
 }
@@ -576,8 +578,9 @@ std::optional<ApiError> tokenize_body(std::string_view body, const Tokenizer& to
                                       const ChatSettings& chat, std::string& out) {
   json j;
   if (OptError e = parse_object(body, j)) return e;
-  // vLLM's two forms: a prompt, or chat messages rendered through the template
-  // (whose text already holds its special tokens: add_special_tokens defaults to false).
+  // vLLM's two forms: a prompt, or chat messages rendered through the template.
+  // By default the ids are those the chat route runs on: bos added unless the
+  // template wrote it (render_chat_prompt).
   std::string text;
   const bool is_chat = find(j, "messages") != nullptr;
   if (is_chat) {
@@ -589,7 +592,7 @@ std::optional<ApiError> tokenize_body(std::string_view body, const Tokenizer& to
     if (!prompt->is_string()) return bad_request("prompt", "prompt must be a string");
     text = prompt->get<std::string>();
   }
-  bool add_special = !is_chat;
+  bool add_special = !is_chat || !template_wrote_bos(chat.loaded, text);
   if (OptError e = read_bool(j, "add_special_tokens", add_special)) return e;
   std::vector<int32_t> ids = tokenizer.encode(text, add_special);
   out = dump(json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", limits.max_seq_len}});

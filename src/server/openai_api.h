@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bundle/chat_prompt.h"
+#include "server/reasoning.h"
 #include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 #include "zerolayer/request.h"
@@ -76,6 +77,12 @@ struct CompletionRequest {
   // Chat with tools: the syntax the output's tool calls are parsed in
   // (server/chat_tools.h); unset: the output is text.
   std::optional<ToolCallFormat> tool_format;
+  // Chat with a reasoning parser (server/reasoning.h), not constrained by a
+  // grammar (which holds from the first token, so there is no reasoning):
+  // the output's <think> part goes to "reasoning"; reasoning_opened: the
+  // rendered prompt ends inside it.
+  bool reasoning = false;
+  bool reasoning_opened = false;
   // Set for POST /v1/responses (run as this chat request, answered as a response).
   std::shared_ptr<const ResponsesRequest> responses;
 };
@@ -87,6 +94,9 @@ struct ChatSettings {
   // The template's tool-call syntax (serve --tool-call-parser, else detected
   // from its source); unset: tool calls are not parsed.
   std::optional<ToolCallFormat> tool_format;
+  // serve --reasoning-parser, else detected from the template's source;
+  // unset: reasoning stays in the content.
+  std::optional<ReasoningFormat> reasoning_format;
 };
 
 // Parses and validates a /v1/completions body. On error returns the ApiError
@@ -130,6 +140,8 @@ struct ChoiceOutput {
   // and the calls parsed at the end.
   std::string held;
   std::vector<ToolCall> tool_calls;
+  std::string reasoning;                   // chat with a reasoning parser: the <think> part
+
   std::optional<FinishEvent> finish;
 };
 

@@ -100,18 +100,25 @@ json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
 
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
 
+// vLLM's "reasoning", and "reasoning_content", the name llama-server, DeepSeek's
+// API and vLLM before 0.11 use (clients such as LiteLLM read it).
+void add_reasoning(json& message, const json& reasoning) {
+  message["reasoning"] = reasoning;
+  message["reasoning_content"] = reasoning;
+}
+
 json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& request, const Tokenizer& tokenizer) {
   if (request.chat) {
     json choice{{"index", index}};
     if (request.stream) {
       choice["delta"] = c.text.empty() ? json::object() : json{{"content", c.text}};
+      if (!c.reasoning.empty()) add_reasoning(choice["delta"], c.reasoning);
       if (!c.tool_calls.empty()) choice["delta"]["tool_calls"] = tool_calls_json(c.tool_calls, true);
     } else {
       choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
-      if (!c.tool_calls.empty()) {
-        if (c.text.empty()) choice["message"]["content"] = nullptr;
-        choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, false);
-      }
+      if (request.reasoning) add_reasoning(choice["message"], c.reasoning.empty() ? json(nullptr) : json(c.reasoning));
+      if (c.text.empty() && (!c.tool_calls.empty() || !c.reasoning.empty())) choice["message"]["content"] = nullptr;
+      if (!c.tool_calls.empty()) choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, false);
     }
     choice["logprobs"] = request.want_logprobs ? chat_logprobs_json(c, tokenizer) : json(nullptr);
     if (request.return_token_ids) choice["token_ids"] = c.token_ids;

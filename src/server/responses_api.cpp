@@ -126,6 +126,13 @@ std::string suffix(const std::string& id) { return id.substr(id.find('_') + 1); 
 
 ojson output_items(const ResponseMeta& meta, const ChoiceOutput& c) {
   ojson items = ojson::array();
+  if (!c.reasoning.empty()) {
+    items.push_back({{"type", "reasoning"},
+                     {"id", "rs_" + suffix(meta.id)},
+                     {"status", "completed"},
+                     {"summary", ojson::array()},
+                     {"content", ojson::array({{{"type", "reasoning_text"}, {"text", c.reasoning}}})}});
+  }
   if (!c.text.empty() || c.tool_calls.empty()) {
     items.push_back({{"type", "message"},
                      {"id", "msg_" + suffix(meta.id)},
@@ -274,7 +281,14 @@ std::string response_events(const ResponseMeta& meta, const ResponsesRequest& re
     const ojson& item = items[i];
     ojson started = item;
     started["status"] = "in_progress";
-    if (item["type"] == "message") {
+    if (item["type"] == "reasoning") {
+      started["content"] = ojson::array();
+      event("response.output_item.added", {{"output_index", i}, {"item", started}});
+      const ojson at{{"item_id", item["id"]}, {"output_index", i}, {"content_index", 0}};
+      const ojson& text = item["content"][0]["text"];
+      event("response.reasoning_text.delta", merged(at, {{"delta", text}}));
+      event("response.reasoning_text.done", merged(at, {{"text", text}}));
+    } else if (item["type"] == "message") {
       started["content"] = ojson::array();
       event("response.output_item.added", {{"output_index", i}, {"item", started}});
       const ojson part = item["content"][0];

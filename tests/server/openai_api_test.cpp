@@ -312,14 +312,17 @@ TEST_F(ChatApiTest, DefaultsMaxTokensToTheRestOfTheContext) {
 // /tokenize with messages: the template's rendering, tokenized without
 // adding bos (the text holds what the template wrote).
 TEST_F(ChatApiTest, TokenizeMessages) {
+  // The ids the chat route runs on (bos added unless the template wrote it),
+  // or, with add_special_tokens false, the rendered text's alone.
   std::string out, rendered;
   const std::string messages = R"("messages":[{"role":"user","content":"Hi"}])";
   ASSERT_FALSE(tokenize_body("{" + messages + "}", *tokenizer_, limits_, chat_, out));
-  ASSERT_FALSE(apply_template_body("{" + messages + "}", chat_, rendered));
-  const std::vector<int32_t> ids =
-      tokenizer_->encode(json::parse(rendered)["prompt"].get<std::string>(), /*add_special=*/false);
-  EXPECT_EQ(json::parse(out)["tokens"], json(ids));
-  EXPECT_GT(ids.size(), 2u);
+  CompletionRequest chat;
+  ASSERT_FALSE(parse_chat_request("{" + messages + "}", *tokenizer_, limits_, chat_, chat, &rendered));
+  EXPECT_EQ(json::parse(out)["tokens"], json(chat.prompts[0]));
+  EXPECT_GT(chat.prompts[0].size(), 2u);
+  ASSERT_FALSE(tokenize_body("{" + messages + R"(,"add_special_tokens":false})", *tokenizer_, limits_, chat_, out));
+  EXPECT_EQ(json::parse(out)["tokens"], json(tokenizer_->encode(rendered, /*add_special=*/false)));
 }
 
 TEST_F(ChatApiTest, AssistantToolCallsAndToolMessages) {

@@ -87,6 +87,13 @@ void add_http_flags(CLI::App& cmd, server::HttpServerConfig& h) {
       ->envname(env("TOOL_CALL_PARSER"))
       ->check(CLI::IsMember({"auto", "none", "hermes", "llama3_json", "mistral"}))
       ->capture_default_str();
+  cmd.add_option("--reasoning-parser", h.reasoning_parser,
+                 "How reasoning is read from chat outputs: auto (on when the chat template knows <think> ... "
+                 "</think>), none (it stays in the content), deepseek_r1 or qwen3 (vLLM's names; both read <think>). "
+                 "It goes to message.reasoning and reasoning_content")
+      ->envname(env("REASONING_PARSER"))
+      ->check(CLI::IsMember({"auto", "none", "deepseek_r1", "qwen3"}))
+      ->capture_default_str();
 }
 
 }  // namespace
