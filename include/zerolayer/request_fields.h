@@ -60,6 +60,9 @@ inline constexpr RequestField kMaxTokens{"max_tokens", 1, INT32_MAX, false, true
                                          kEveryCarrier, "max_new_tokens", true};
 // Choices per prompt: HTTP makes n requests of one (seed + i when seeded).
 inline constexpr RequestField kN{"n", 1, 128, false, true, 1, kCompletions | kChat};
+// Each value of OpenAI's logit_bias map (token id -> bias added to its logit),
+// not a scalar, so not in kAll; shared-memory records do not carry it yet.
+inline constexpr RequestField kLogitBias{"logit_bias", -100, 100, false, false, 0, kCompletions | kChat | kEngine};
 // All of the above, for those that go through every field (tests, docs).
 inline constexpr const RequestField* kAll[] = {
     &kTemperature, &kTopK, &kTopP, &kMinP, &kRepetitionPenalty, &kPresencePenalty, &kFrequencyPenalty,

@@ -4,11 +4,18 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "zerolayer/request_fields.h"
 #include "zerolayer/status.h"
 
 namespace zl {
+
+// OpenAI's logit_bias: `bias` added to token `id`'s logit before sampling.
+struct LogitBias {
+  int32_t id = 0;
+  float bias = 0.0f;
+};
 
 struct SamplingParams {
   float temperature = static_cast<float>(field::kTemperature.default_value);
@@ -22,10 +29,11 @@ struct SamplingParams {
   uint64_t seed = 0;
   int32_t num_top_logprobs = static_cast<int32_t>(field::kTopLogprobs.default_value);
   bool return_logprob = false;      // compute the chosen token's logprob (implied by num_top_logprobs)
+  std::vector<LogitBias> logit_bias;  // at most one entry per id; empty: none
 };
 
 // Every field against its RequestField (NaN and out-of-range values fail,
-// naming it), and logprobs against the vocabulary too.
+// naming it), and logprobs and logit_bias's ids against the vocabulary too.
 Status validate_sampling(const SamplingParams& params, int32_t vocab_size);
 
 struct TokenLogprob {

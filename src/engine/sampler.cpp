@@ -32,6 +32,10 @@ bool penalties_on(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
 }
 
+// Whether sample() changes the logits before its choice (and keeps the raw row
+// for the logprob).
+bool modifies_logits(const SamplingParams& p) { return penalties_on(p) || !p.logit_bias.empty(); }
+
 }  // namespace
 
 Status validate_sampling(const SamplingParams& p, int32_t vocab_size) {
@@ -45,6 +49,13 @@ Status validate_sampling(const SamplingParams& p, int32_t vocab_size) {
   ZL_RETURN_IF_ERROR(check_field(field::kTopLogprobs, p.num_top_logprobs));
   if (p.num_top_logprobs > vocab_size)
     return invalid_argument("logprobs must be at most the vocabulary size ", vocab_size, ", got ", p.num_top_logprobs);
+  if (p.logit_bias.size() > static_cast<size_t>(vocab_size))
+    return invalid_argument("logit_bias has ", p.logit_bias.size(), " entries, more than the vocabulary's ", vocab_size);
+  for (const LogitBias& b : p.logit_bias) {
+    if (b.id < 0 || b.id >= vocab_size)
+      return invalid_argument("logit_bias: token id ", b.id, " is outside the vocabulary [0, ", vocab_size, ")");
+    ZL_RETURN_IF_ERROR(check_field(field::kLogitBias, b.bias));
+  }
   return ok_status();
 }
 
@@ -56,8 +67,8 @@ Sampler::Sampler(const SamplingParams& params, int32_t vocab_size) : params_(par
   if (penalties_on(params_)) {
     output_counts_.assign(n, 0);
     seen_.assign(n, 0);
-    raw_logits_.resize(n);
   }
+  if (modifies_logits(params_)) raw_logits_.resize(n);
   if (params.temperature != 0.0f || params.num_top_logprobs > 0) candidates_.resize(n);
   top_.resize(static_cast<size_t>(std::max(params.num_top_logprobs, 0)));
   if (params.temperature != 0.0f) probs_.resize(n);
@@ -85,7 +96,7 @@ uint64_t Sampler::next_random() {
 }
 
 bool Sampler::is_plain_greedy(const SamplingParams& p) {
-  return p.temperature == 0.0f && !penalties_on(p) && !p.return_logprob && p.num_top_logprobs == 0;
+  return p.temperature == 0.0f && !modifies_logits(p) && !p.return_logprob && p.num_top_logprobs == 0;
 }
 
 void Sampler::apply_penalties(float* logits) const {
@@ -192,13 +203,15 @@ SampleResult Sampler::sample(float* logits) {
     }
     result.top = top_;
   }
-  // Penalties change logits in place; keep the raw row for the logprob. The
-  // mask only sets forbidden tokens' logits, which the logprob never reads.
+  // Penalties and biases change logits in place; keep the raw row for the
+  // logprob (vLLM's default: the model's own distribution). The mask only
+  // sets forbidden tokens' logits, which the logprob never reads.
   const float* raw = logits;
-  if (penalties_on(params_)) {
+  if (modifies_logits(params_)) {
     std::copy(logits, logits + vocab_size_, raw_logits_.begin());
     raw = raw_logits_.data();
-    apply_penalties(logits);
+    if (penalties_on(params_)) apply_penalties(logits);
+    for (const LogitBias& b : params_.logit_bias) logits[b.id] += b.bias;
   }
   if (grammar_) grammar_->apply_mask(logits);
   if (params_.temperature == 0.0f) {

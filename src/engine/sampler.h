@@ -2,8 +2,8 @@
 // top-k, top-p and min-p, then a draw from a seeded generator, plus the
 // logprobs of the chosen token and the top-n alternatives.
 //
-// Order (as vLLM): a grammar's mask (structured output, engine/grammar.h)
-// and penalties on the raw logits; greedy (temperature 0) takes
+// Order (as vLLM): a grammar's mask (structured output, engine/grammar.h),
+// penalties and logit_bias on the raw logits; greedy (temperature 0) takes
 // the argmax (lowest id on ties); otherwise divide by temperature, keep the
 // top-k, keep the smallest set whose probability reaches top-p, drop tokens
 // below min-p × the top probability, renormalise and draw. Logprobs are those
@@ -33,7 +33,7 @@ class Sampler {
  public:
   Sampler(const SamplingParams& params, int32_t vocab_size);
 
-  // Temperature 0, no penalty, no logprob: the token is the argmax of the
+  // Temperature 0, no penalty or bias, no logprob: the token is the argmax of the
   // logits and sample() keeps no state, so callers may skip the sampler.
   static bool is_plain_greedy(const SamplingParams& params);
 
@@ -63,7 +63,7 @@ class Sampler {
   std::vector<uint8_t> seen_;           // penalties: 1 if in prompt or output
   std::vector<int32_t> candidates_;     // scratch for temperature > 0 and top logprobs
   std::vector<float> probs_;            // scratch for temperature > 0, by token id
-  std::vector<float> raw_logits_;       // penalties: logits before them
+  std::vector<float> raw_logits_;       // penalties or logit_bias: logits before them
   std::vector<TokenLogprob> top_;       // [num_top_logprobs] what sample() returns as top
   std::unique_ptr<GrammarMatcher> grammar_;
   uint64_t rng_[4];                     // xoshiro256**

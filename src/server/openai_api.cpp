@@ -1,6 +1,8 @@
 #include "server/openai_api.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -228,6 +230,34 @@ OptError read_stop(const json& j, const ApiLimits& limits, std::vector<std::stri
   return std::nullopt;
 }
 
+// OpenAI's logit_bias: {"token id": bias in [-100, 100], ...}, each id in
+// the vocabulary and named once; kept sorted by id.
+OptError read_logit_bias(const json& j, const ApiLimits& limits, std::vector<LogitBias>& out) {
+  const json* bias = find(j, "logit_bias");
+  if (!bias || bias->is_null()) return std::nullopt;
+  if (!bias->is_object()) return bad_request("logit_bias", "logit_bias must be an object of token id -> bias");
+  if (bias->size() > static_cast<size_t>(limits.vocab_size))
+    return bad_request("logit_bias", str_cat("logit_bias has more entries than the vocabulary's ", limits.vocab_size));
+  for (const auto& [key, value] : bias->items()) {
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size())
+      return bad_request("logit_bias", str_cat("logit_bias: key \"", key, "\" is not a token id"));
+    if (id < 0 || id >= limits.vocab_size)
+      return bad_request("logit_bias", str_cat("logit_bias: token id ", id, " is outside the vocabulary [0, ",
+                                               limits.vocab_size, ")"));
+    if (!value.is_number()) return bad_request("logit_bias", str_cat("logit_bias[\"", key, "\"] must be a number"));
+    if (Status s = check_field(field::kLogitBias, value.get<double>()); !s.ok())
+      return bad_request("logit_bias", s.message());
+    out.push_back({static_cast<int32_t>(id), value.get<float>()});
+  }
+  std::sort(out.begin(), out.end(), [](const LogitBias& a, const LogitBias& b) { return a.id < b.id; });
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i].id == out[i - 1].id)
+      return bad_request("logit_bias", str_cat("logit_bias names token id ", out[i].id, " twice"));
+  return std::nullopt;
+}
+
 OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest& out) {
   SamplingParams& s = out.sampling;
   if (OptError e = read_field(j, field::kTemperature, s.temperature)) return e;
@@ -247,7 +277,7 @@ OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest
     s.return_logprob = true;  // logprobs: 0 still wants the chosen token's logprob
     if (OptError e = read_field(j, field::kTopLogprobs, s.num_top_logprobs)) return e;
   }
-  return std::nullopt;
+  return read_logit_bias(j, limits, s.logit_bias);
 }
 
 // Fields OpenAI defines that zerolayer does not implement get a clear 400
@@ -264,8 +294,6 @@ OptError reject_unsupported(const json& j, int32_t n) {
   if (const json* suffix = find(j, "suffix"))
     if (!suffix->is_string() || !suffix->get_ref<const std::string&>().empty())
       return bad_request("suffix", "suffix is not supported");
-  if (const json* bias = find(j, "logit_bias"))
-    if (!bias->is_object() || !bias->empty()) return bad_request("logit_bias", "logit_bias is not supported");
   return std::nullopt;
 }
 

@@ -153,6 +153,29 @@ TEST(SamplerTest, RepetitionPenaltyChangesGreedyChoice) {
   EXPECT_NEAR(r.logprob, 1.5 - norm, 1e-5);
 }
 
+TEST(SamplerTest, LogitBiasMovesTheChoiceButNotTheLogprob) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.return_logprob = true;
+  p.logit_bias = {{0, -100.0f}, {2, 1.0f}};
+  EXPECT_FALSE(Sampler::is_plain_greedy(p));
+  Sampler s(p, 3);
+  auto l = logits_of({2.0f, 1.5f, 1.0f});  // 2 - 100 and 1 + 1 = 2 > 1.5
+  SampleResult r = s.sample(l.data());
+  EXPECT_EQ(r.token, 2);
+  double norm = std::log(std::exp(2.0) + std::exp(1.5) + std::exp(1.0));
+  EXPECT_NEAR(r.logprob, 1.0 - norm, 1e-5);  // of the model's distribution
+  // Sampled: a token biased by -100 is never drawn.
+  p.temperature = 1.0f;
+  p.has_seed = true;
+  p.logit_bias = {{1, -100.0f}};
+  Sampler hot(p, 3);
+  for (int i = 0; i < 200; ++i) {
+    auto row = logits_of({0.0f, 5.0f, 0.0f});
+    EXPECT_NE(hot.sample(row.data()).token, 1);
+  }
+}
+
 TEST(SamplerTest, PresenceAndFrequencyPenaliseOutputTokens) {
   SamplingParams p;
   p.temperature = 0.0f;
@@ -196,6 +219,10 @@ TEST(SamplerTest, ValidationNamesTheField) {
   p.presence_penalty = nan; cases.push_back({p, "presence_penalty"}); p = {};
   p.frequency_penalty = 3; cases.push_back({p, "frequency_penalty"}); p = {};
   p.num_top_logprobs = 21; cases.push_back({p, "logprobs"}); p = {};
+  p.logit_bias = {{100, 1.0f}}; cases.push_back({p, "logit_bias"}); p = {};
+  p.logit_bias = {{-1, 1.0f}}; cases.push_back({p, "logit_bias"}); p = {};
+  p.logit_bias = {{5, nan}}; cases.push_back({p, "logit_bias"}); p = {};
+  p.logit_bias = {{5, 101.0f}}; cases.push_back({p, "logit_bias"}); p = {};
   for (const Case& c : cases) {
     Status s = validate_sampling(c.p, 100);
     EXPECT_FALSE(s.ok()) << c.field;

@@ -318,7 +318,8 @@ BAD_FIELDS = [
     ({"prompt": "hi", "stop": ["x" * 5000]}, "stop"),
     ({"prompt": "hi", "echo": True, "logprobs": 1}, "echo"),
     ({"prompt": "hi", "stream_options": {"include_usage": True}}, "stream_options"),
-    ({"prompt": "hi", "logit_bias": {"5": 1}}, "logit_bias"),
+    ({"prompt": "hi", "logit_bias": {"5": 101}}, "logit_bias"),
+    ({"prompt": "hi", "logit_bias": {"100000": 1}}, "logit_bias"),
 ]
 
 

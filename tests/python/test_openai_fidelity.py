@@ -124,3 +124,30 @@ def test_echo_and_continuous_usage(chat_server):  # noqa: F811
     status, _, data = chat_server.request("POST", "/v1/completions",
                                           {"prompt": "x", "echo": True, "logprobs": 1, "max_tokens": 2})
     assert status == 400 and json.loads(data)["error"]["param"] == "echo"
+
+
+@pytest.mark.parametrize("temperature", [0, 1.0])
+def test_logit_bias_steers_every_token(chat_server, temperature):  # noqa: F811
+    # dummy:tiny's byte vocabulary: id 65 is "A". +100 makes it every token,
+    # greedy or sampled; -100 on it keeps it out of an unbiased run's argmax.
+    body = {"prompt": "Hi", "max_tokens": 16, "temperature": temperature, "seed": 3, "ignore_eos": True,
+            "logit_bias": {"65": 100}, "logprobs": 0}
+    status, _, data = chat_server.request("POST", "/v1/completions", body)
+    assert status == 200, data
+    choice = json.loads(data)["choices"][0]
+    assert choice["text"] == "A" * 16
+    # The logprobs are the model's own, not the biased ones (vLLM's default).
+    assert all(lp < -0.5 for lp in choice["logprobs"]["token_logprobs"]), choice["logprobs"]
+    r = chat_server.client().chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Hi"}], max_tokens=8, temperature=temperature, seed=3,
+        logit_bias={"65": 100}, extra_body={"ignore_eos": True})
+    assert r.choices[0].message.content == "A" * 8
+
+
+def test_logit_bias_bans_a_token(chat_server):  # noqa: F811
+    body = {"prompt": "Hi", "max_tokens": 1, "temperature": 0, "return_token_ids": True, "ignore_eos": True}
+    status, _, data = chat_server.request("POST", "/v1/completions", body)
+    first = json.loads(data)["choices"][0]["token_ids"][0]
+    status, _, data = chat_server.request("POST", "/v1/completions", {**body, "logit_bias": {str(first): -100}})
+    assert status == 200, data
+    assert json.loads(data)["choices"][0]["token_ids"][0] != first

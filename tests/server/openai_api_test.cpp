@@ -44,7 +44,7 @@ TEST_F(OpenAiApiTest, ParsesAFullRequest) {
   auto e = parse(R"({"model":"m","prompt":"Hi","n":2,"max_tokens":5,"temperature":0.5,"top_p":0.9,"top_k":7,
     "min_p":0.1,"seed":42,"stop":["a","b"],"presence_penalty":0.5,"frequency_penalty":-0.5,"repetition_penalty":1.2,
     "logprobs":3,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},"cache_salt":"t",
-    "priority":3,"echo":false})");
+    "priority":3,"echo":false,"logit_bias":{"300":-100,"7":2.5}})");
   ASSERT_FALSE(e) << e->message;
   EXPECT_EQ(request_.model, "m");
   ASSERT_EQ(request_.prompts.size(), 1u);
@@ -60,6 +60,11 @@ TEST_F(OpenAiApiTest, ParsesAFullRequest) {
   EXPECT_TRUE(request_.ignore_eos && request_.stream && request_.include_usage);
   EXPECT_EQ(request_.cache_salt, "t");
   EXPECT_EQ(request_.priority, 3);
+  ASSERT_EQ(request_.sampling.logit_bias.size(), 2u);  // sorted by id
+  EXPECT_EQ(request_.sampling.logit_bias[0].id, 7);
+  EXPECT_FLOAT_EQ(request_.sampling.logit_bias[0].bias, 2.5f);
+  EXPECT_EQ(request_.sampling.logit_bias[1].id, 300);
+  EXPECT_FLOAT_EQ(request_.sampling.logit_bias[1].bias, -100.0f);
 }
 
 TEST_F(OpenAiApiTest, PromptShapes) {
@@ -114,7 +119,14 @@ TEST_F(OpenAiApiTest, BadFieldsAreNamed) {
   EXPECT_EQ(param_of(R"({"prompt":"x","echo":true,"logprobs":1})"), "echo");
   EXPECT_EQ(param_of(R"({"prompt":"x","echo":1})"), "echo");
   EXPECT_EQ(param_of(R"({"prompt":"x","best_of":3})"), "best_of");
-  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1":2}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":[1]})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"a":2}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1 ":2}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"-1":2}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"100000":2}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1":100.5}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1":"2"}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1":2,"01":3}})"), "logit_bias");
   EXPECT_EQ(param_of(R"({"prompt":"x","priority":99999999999})"), "priority");
   EXPECT_EQ(param_of(R"({"prompt":"x","cache_salt":5})"), "cache_salt");
   EXPECT_EQ(param_of(R"({"prompt":"x","model":5})"), "model");
