@@ -196,6 +196,7 @@ void OutputStage::deliver_finish(RequestOutput* out) {
     // since; what followed it was never sent, and its tail is dropped.
     event.reason = FinishReason::kStop;
     event.stop_detail = "stop string";
+    event.stop_string = out->stops.matched();
     event.num_generated_tokens = out->num_delivered;
   } else {
     // Text held back (partial characters, a possible stop prefix) ends here.

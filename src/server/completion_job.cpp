@@ -203,8 +203,10 @@ void CompletionJob::apply(Node& node) {
     return;
   }
   if (finished_[node.choice]) return;
-  c.text += node.finish.remaining_text;
-  if (!c.token_texts.empty()) c.token_texts.back() += node.finish.remaining_text;
+  std::string tail = node.finish.remaining_text;
+  if (request_.include_stop_str) tail += node.finish.stop_string;
+  c.text += tail;
+  if (!c.token_texts.empty()) c.token_texts.back() += tail;
   finished_[node.choice] = 1;
   ++num_finished_;
   completion_tokens_ += node.finish.num_generated_tokens;

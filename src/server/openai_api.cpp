@@ -323,7 +323,7 @@ void note_ignored_fields(const json& j) {
   static const std::set<std::string, std::less<>> kRead = {
       "model", "prompt", "messages", "n", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
       "min_p", "seed", "stop", "presence_penalty", "frequency_penalty", "repetition_penalty", "logprobs",
-      "top_logprobs", "ignore_eos", "stream", "stream_options", "cache_salt", "priority", "min_token_prob",
+      "top_logprobs", "ignore_eos", "include_stop_str_in_output", "stream", "stream_options", "cache_salt", "priority", "min_token_prob",
       "return_token_ids", "echo", "best_of", "suffix", "logit_bias", "response_format", "structured_outputs",
       "guided_json", "guided_regex", "guided_choice", "guided_grammar", "json_schema", "grammar", "tools",
       "tool_choice", "chat_template_kwargs", "add_generation_prompt"};
@@ -346,6 +346,7 @@ OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionR
   if (OptError e = read_sampling(j, limits, out)) return e;
   if (OptError e = read_stop(j, limits, out.stop)) return e;
   if (OptError e = read_bool(j, "ignore_eos", out.ignore_eos)) return e;
+  if (OptError e = read_bool(j, "include_stop_str_in_output", out.include_stop_str)) return e;
   if (OptError e = read_stream(j, out)) return e;
   if (OptError e = read_string(j, "cache_salt", 256, out.cache_salt)) return e;
   if (OptError e = read_field(j, field::kPriority, out.priority)) return e;

@@ -61,6 +61,7 @@ struct CompletionRequest {
   bool want_logprobs = false;              // "logprobs" present (0 means the chosen token only)
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  bool include_stop_str = false;           // vLLM's include_stop_str_in_output: the stop string ends the text
   bool stream = false;
   bool include_usage = false;              // stream_options.include_usage
   bool continuous_usage = false;           // stream_options.continuous_usage_stats: usage in every chunk

@@ -151,3 +151,25 @@ def test_logit_bias_bans_a_token(chat_server):  # noqa: F811
     status, _, data = chat_server.request("POST", "/v1/completions", {**body, "logit_bias": {str(first): -100}})
     assert status == 200, data
     assert json.loads(data)["choices"][0]["token_ids"][0] != first
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_include_stop_str_in_output(chat_server, stream):  # noqa: F811
+    body = {"prompt": "Hi", "max_tokens": 24, "temperature": 0, "ignore_eos": True}
+    status, _, data = chat_server.request("POST", "/v1/completions", body)
+    text = json.loads(data)["choices"][0]["text"]
+    stop = text[6:8]  # greedy: the same text comes again, and stops at its first `stop`
+    cut = text.find(stop)
+    for include in (False, True):
+        status, _, data = chat_server.request("POST", "/v1/completions",
+                                              {**body, "stop": [stop], "include_stop_str_in_output": include,
+                                               "stream": stream})
+        assert status == 200, data
+        if stream:
+            chunks = [json.loads(line[6:]) for line in data.decode().splitlines() if line.startswith("data: {")]
+            got = "".join(c["choices"][0]["text"] for c in chunks)
+            reason = chunks[-1]["choices"][0]["finish_reason"]
+        else:
+            got, reason = json.loads(data)["choices"][0]["text"], json.loads(data)["choices"][0]["finish_reason"]
+        assert reason == "stop"
+        assert got == text[:cut + len(stop) if include else cut]

@@ -44,7 +44,7 @@ TEST_F(OpenAiApiTest, ParsesAFullRequest) {
   auto e = parse(R"({"model":"m","prompt":"Hi","n":2,"max_tokens":5,"temperature":0.5,"top_p":0.9,"top_k":7,
     "min_p":0.1,"seed":42,"stop":["a","b"],"presence_penalty":0.5,"frequency_penalty":-0.5,"repetition_penalty":1.2,
     "logprobs":3,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},"cache_salt":"t",
-    "priority":3,"echo":false,"logit_bias":{"300":-100,"7":2.5}})");
+    "priority":3,"echo":false,"logit_bias":{"300":-100,"7":2.5},"include_stop_str_in_output":true})");
   ASSERT_FALSE(e) << e->message;
   EXPECT_EQ(request_.model, "m");
   ASSERT_EQ(request_.prompts.size(), 1u);
@@ -57,7 +57,7 @@ TEST_F(OpenAiApiTest, ParsesAFullRequest) {
   EXPECT_EQ(request_.sampling.num_top_logprobs, 3);
   EXPECT_TRUE(request_.want_logprobs);
   EXPECT_EQ(request_.stop, (std::vector<std::string>{"a", "b"}));
-  EXPECT_TRUE(request_.ignore_eos && request_.stream && request_.include_usage);
+  EXPECT_TRUE(request_.ignore_eos && request_.stream && request_.include_usage && request_.include_stop_str);
   EXPECT_EQ(request_.cache_salt, "t");
   EXPECT_EQ(request_.priority, 3);
   ASSERT_EQ(request_.sampling.logit_bias.size(), 2u);  // sorted by id
@@ -119,6 +119,7 @@ TEST_F(OpenAiApiTest, BadFieldsAreNamed) {
   EXPECT_EQ(param_of(R"({"prompt":"x","echo":true,"logprobs":1})"), "echo");
   EXPECT_EQ(param_of(R"({"prompt":"x","echo":1})"), "echo");
   EXPECT_EQ(param_of(R"({"prompt":"x","best_of":3})"), "best_of");
+  EXPECT_EQ(param_of(R"({"prompt":"x","include_stop_str_in_output":1})"), "include_stop_str_in_output");
   EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":[1]})"), "logit_bias");
   EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"a":2}})"), "logit_bias");
   EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1 ":2}})"), "logit_bias");
