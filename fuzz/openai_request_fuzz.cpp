@@ -31,8 +31,13 @@ void responses_route(const Fixture& f, std::string_view body) {
   zl::server::CompletionRequest chat;
   (void)zl::server::parse_chat_request(chat_body.dump(), *f.tokenizer, f.limits, f.chat, chat);
   zl::server::ResponseMeta meta;
-  nlohmann::ordered_json conversation;
-  (void)zl::server::response_body(meta, request, zl::server::ChoiceOutput{}, &conversation);
+  zl::server::ChoiceOutput output;
+  output.finish.emplace();
+  (void)zl::server::response_body(meta, request, output);
+  (void)zl::server::stored_conversation(request, output);
+  zl::server::ResponseEventStream events(meta, request);
+  (void)events.begin();
+  (void)events.add(output);
 }
 
 }  // namespace

@@ -115,6 +115,10 @@ void CompletionJob::start() {
   writer_->set_on_close([self = shared_from_this()] { self->on_disconnect(); });
   if (!request_.stream) return;
   writer_->begin_stream();
+  if (request_.responses) {
+    response_events_ = std::make_unique<ResponseEventStream>(meta_, *request_.responses);
+    return writer_->write_raw(http_chunk(response_events_->begin()));
+  }
   for (size_t i = 0; i < total; ++i) {
     const int32_t index = static_cast<int32_t>(i);
     if (request_.chat) writer_->write_raw(sse_chunk(chat_role_chunk(meta_, index)));
@@ -178,8 +182,12 @@ void CompletionJob::drain() {
   if (request_.stream) {
     write_stream_pieces();
     if (!all_finished) return;
-    if (request_.include_usage) writer_->write_raw(sse_chunk(usage_chunk(meta_, prompt_tokens_, completion_tokens_)));
-    writer_->write_raw(sse_done_chunk());
+    if (response_events_) {
+      store_response(response_events_->whole());
+    } else {
+      if (request_.include_usage) writer_->write_raw(sse_chunk(usage_chunk(meta_, prompt_tokens_, completion_tokens_)));
+      writer_->write_raw(sse_done_chunk());
+    }
     writer_->end_stream();
     complete();
   } else if (all_finished) {
@@ -269,12 +277,16 @@ void CompletionJob::write_token_chunks(int32_t index, const ChoiceOutput& c) {
 void CompletionJob::write_stream_pieces() {
   for (size_t i = 0; i < choices_.size(); ++i) {
     ChoiceOutput& c = choices_[i];
-    // One chunk per token, unless tool calls may hold text back.
-    const bool per_token = !request_.tool_format && c.token_ids.size() > 1;
+    // One chunk per token, unless tool calls may hold text back (or the
+    // stream is a response's, whose deltas carry text, not tokens).
+    const bool per_token = !request_.tool_format && !response_events_ && c.token_ids.size() > 1;
     if (request_.reasoning && !per_token) split_reasoning(i, c);
     if (request_.tool_format) hold_tool_calls(c);
     if (c.text.empty() && c.token_ids.empty() && !c.finish) continue;
-    if (c.finish && c.finish->reason == FinishReason::kError) {
+    if (response_events_) {
+      // Text held back (a possible tool call) may leave no event, and no chunk.
+      if (std::string chunk = http_chunk(response_events_->add(c)); !chunk.empty()) writer_->write_raw(std::move(chunk));
+    } else if (c.finish && c.finish->reason == FinishReason::kError) {
       ApiError error{500, "generation failed: " + c.finish->stop_detail, "server_error", "", ""};
       writer_->write_raw(sse_chunk(error_body(error)));
     } else if (per_token) {
@@ -310,16 +322,17 @@ void CompletionJob::answer_whole() {
   writer_->respond(200, "application/json", completion_body(meta_, request_, choices_, tokenizer_));
 }
 
-// POST /v1/responses: one choice, as a response object or its events.
+// POST /v1/responses, not streamed: one choice, as a response object.
 void CompletionJob::answer_response() {
+  store_response(choices_[0]);
+  writer_->respond(200, "application/json", response_body(meta_, *request_.responses, choices_[0]));
+}
+
+// The finished response's conversation, for a later previous_response_id.
+void CompletionJob::store_response(const ChoiceOutput& whole) {
   const ResponsesRequest& r = *request_.responses;
-  nlohmann::ordered_json conversation;
-  std::string body = response_body(meta_, r, choices_[0], r.store ? &conversation : nullptr);
-  if (r.store) context_.responses->put(meta_.id, std::move(conversation));
-  if (!r.stream) return writer_->respond(200, "application/json", std::move(body));
-  writer_->begin_stream();
-  writer_->write_raw(http_chunk(response_events(meta_, r, choices_[0])));
-  writer_->end_stream();
+  if (r.store && whole.finish && whole.finish->reason != FinishReason::kError)
+    context_.responses->put(meta_.id, stored_conversation(r, whole));
 }
 
 AccessUsage CompletionJob::usage() const {

@@ -98,6 +98,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void hold_tool_calls(ChoiceOutput& c);
   void write_token_chunks(int32_t index, const ChoiceOutput& c);
   void answer_response();
+  void store_response(const ChoiceOutput& whole);
   void answer_whole();
   void complete();
   AccessUsage usage() const;
@@ -113,6 +114,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   std::vector<ChoiceOutput> choices_;  // streaming: what arrived since the last chunk
   std::vector<uint8_t> finished_;
   std::vector<ReasoningSplitter> reasoning_;  // per choice, with a reasoning parser
+  std::unique_ptr<ResponseEventStream> response_events_;  // a streamed POST /v1/responses
   size_t num_finished_ = 0;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
   bool done_ = false;  // the response is complete (or failed); later events are dropped

@@ -252,64 +252,113 @@ OptError responses_to_chat(std::string_view body, const ResponseStore& store, oj
   }
 }
 
-std::string response_body(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput& c,
-                          ojson* conversation) {
-  if (conversation) {
-    *conversation = request.messages;
-    ojson turn{{"role", "assistant"}, {"content", c.text}};
-    for (const ToolCall& call : c.tool_calls) {
-      if (!turn.contains("tool_calls")) turn["tool_calls"] = ojson::array();
-      turn["tool_calls"].push_back(
-          {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
-    }
-    conversation->push_back(std::move(turn));
+ojson stored_conversation(const ResponsesRequest& request, const ChoiceOutput& c) {
+  ojson conversation = request.messages;
+  ojson turn{{"role", "assistant"}, {"content", c.text}};
+  for (const ToolCall& call : c.tool_calls) {
+    if (!turn.contains("tool_calls")) turn["tool_calls"] = ojson::array();
+    turn["tool_calls"].push_back(
+        {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
   }
+  conversation.push_back(std::move(turn));
+  return conversation;
+}
+
+std::string response_body(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput& c) {
   return dump(response_object(meta, request, &c));
 }
 
-std::string response_events(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput& c) {
+void ResponseEventStream::event(std::string& out, const char* type, ojson data) {
+  data = merged(ojson{{"type", type}, {"sequence_number", sequence_++}}, data);
+  out += str_cat("event: ", type, "\ndata: ", dump(data), "\n\n");
+}
+
+std::string ResponseEventStream::begin() {
   std::string out;
-  int64_t sequence = 0;
-  auto event = [&](const char* type, ojson data) {
-    data = merged(ojson{{"type", type}, {"sequence_number", sequence++}}, data);
-    out += str_cat("event: ", type, "\ndata: ", dump(data), "\n\n");
-  };
-  event("response.created", {{"response", response_object(meta, request, nullptr)}});
-  event("response.in_progress", {{"response", response_object(meta, request, nullptr)}});
-  const ojson items = output_items(meta, c);
-  for (size_t i = 0; i < items.size(); ++i) {
+  event(out, "response.created", {{"response", response_object(meta_, request_, nullptr)}});
+  event(out, "response.in_progress", {{"response", response_object(meta_, request_, nullptr)}});
+  return out;
+}
+
+// Output item `item` added, in progress and empty; `at` takes its index.
+void ResponseEventStream::open(std::string& out, const ojson& item, std::optional<size_t>& at) {
+  at = num_items_++;
+  ojson started = item;
+  started["status"] = "in_progress";
+  started["content"] = ojson::array();
+  event(out, "response.output_item.added", {{"output_index", *at}, {"item", started}});
+  if (item["type"] == "message") {
+    const ojson part{{"type", "output_text"}, {"text", ""}, {"annotations", ojson::array()}};
+    event(out, "response.content_part.added",
+          {{"item_id", item["id"]}, {"output_index", *at}, {"content_index", 0}, {"part", part}});
+  }
+}
+
+std::string ResponseEventStream::add(const ChoiceOutput& piece) {
+  whole_.text += piece.text;
+  whole_.reasoning += piece.reasoning;
+  whole_.tool_calls.insert(whole_.tool_calls.end(), piece.tool_calls.begin(), piece.tool_calls.end());
+  whole_.num_tokens = piece.num_tokens;
+  std::string out;
+  const ojson items = output_items(meta_, whole_);
+  if (!piece.reasoning.empty()) {
+    if (!reasoning_at_) open(out, items[0], reasoning_at_);
+    event(out, "response.reasoning_text.delta", {{"item_id", "rs_" + suffix(meta_.id)}, {"output_index", *reasoning_at_},
+                                                 {"content_index", 0}, {"delta", piece.reasoning}});
+  }
+  if (!piece.text.empty()) {
+    if (!message_at_) open(out, items[reasoning_at_ ? 1 : 0], message_at_);
+    event(out, "response.output_text.delta", {{"item_id", "msg_" + suffix(meta_.id)}, {"output_index", *message_at_},
+                                              {"content_index", 0}, {"delta", piece.text}});
+  }
+  if (!piece.finish) return out;
+  whole_.finish = piece.finish;
+  return out + finish();
+}
+
+// The reasoning and message items, as far as they came, done.
+void ResponseEventStream::close_text_items(std::string& out) {
+  const ojson items = output_items(meta_, whole_);
+  if (reasoning_at_) {
+    const ojson& item = items[*reasoning_at_];
+    event(out, "response.reasoning_text.done",
+          {{"item_id", item["id"]}, {"output_index", *reasoning_at_}, {"content_index", 0}, {"text", whole_.reasoning}});
+    event(out, "response.output_item.done", {{"output_index", *reasoning_at_}, {"item", item}});
+  }
+  // A response with no text and no calls still answers one (empty) message.
+  if (!message_at_ && whole_.tool_calls.empty()) open(out, items[num_items_], message_at_);
+  if (message_at_) {
+    const ojson& item = items[*message_at_];
+    const ojson at{{"item_id", item["id"]}, {"output_index", *message_at_}, {"content_index", 0}};
+    event(out, "response.output_text.done", merged(at, {{"text", whole_.text}}));
+    event(out, "response.content_part.done", merged(at, {{"part", item["content"][0]}}));
+    event(out, "response.output_item.done", {{"output_index", *message_at_}, {"item", item}});
+  }
+}
+
+std::string ResponseEventStream::finish() {
+  std::string out;
+  if (whole_.finish->reason == FinishReason::kError) {
+    event(out, "error", {{"code", "server_error"}, {"message", "generation failed: " + whole_.finish->stop_detail},
+                         {"param", nullptr}});
+    return out;
+  }
+  close_text_items(out);
+  const ojson items = output_items(meta_, whole_);
+  for (size_t i = num_items_; i < items.size(); ++i, ++num_items_) {  // the function calls
     const ojson& item = items[i];
     ojson started = item;
     started["status"] = "in_progress";
-    if (item["type"] == "reasoning") {
-      started["content"] = ojson::array();
-      event("response.output_item.added", {{"output_index", i}, {"item", started}});
-      const ojson at{{"item_id", item["id"]}, {"output_index", i}, {"content_index", 0}};
-      const ojson& text = item["content"][0]["text"];
-      event("response.reasoning_text.delta", merged(at, {{"delta", text}}));
-      event("response.reasoning_text.done", merged(at, {{"text", text}}));
-    } else if (item["type"] == "message") {
-      started["content"] = ojson::array();
-      event("response.output_item.added", {{"output_index", i}, {"item", started}});
-      const ojson part = item["content"][0];
-      ojson empty = part;
-      empty["text"] = "";
-      const ojson at{{"item_id", item["id"]}, {"output_index", i}, {"content_index", 0}};
-      event("response.content_part.added", merged(at, {{"part", empty}}));
-      event("response.output_text.delta", merged(at, {{"delta", part["text"]}}));
-      event("response.output_text.done", merged(at, {{"text", part["text"]}}));
-      event("response.content_part.done", merged(at, {{"part", part}}));
-    } else {
-      started["arguments"] = "";
-      event("response.output_item.added", {{"output_index", i}, {"item", started}});
-      const ojson at{{"item_id", item["id"]}, {"output_index", i}};
-      event("response.function_call_arguments.delta", merged(at, {{"delta", item["arguments"]}}));
-      event("response.function_call_arguments.done", merged(at, {{"arguments", item["arguments"]}}));
-    }
-    event("response.output_item.done", {{"output_index", i}, {"item", item}});
+    started["arguments"] = "";
+    event(out, "response.output_item.added", {{"output_index", i}, {"item", started}});
+    const ojson at{{"item_id", item["id"]}, {"output_index", i}};
+    event(out, "response.function_call_arguments.delta", merged(at, {{"delta", item["arguments"]}}));
+    event(out, "response.function_call_arguments.done", merged(at, {{"arguments", item["arguments"]}}));
+    event(out, "response.output_item.done", {{"output_index", i}, {"item", item}});
   }
-  const bool incomplete = c.finish && c.finish->reason == FinishReason::kLength && c.tool_calls.empty();
-  event(incomplete ? "response.incomplete" : "response.completed", {{"response", response_object(meta, request, &c)}});
+  const bool incomplete = whole_.finish->reason == FinishReason::kLength && whole_.tool_calls.empty();
+  event(out, incomplete ? "response.incomplete" : "response.completed",
+        {{"response", response_object(meta_, request_, &whole_)}});
   return out;
 }
 

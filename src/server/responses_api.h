@@ -60,10 +60,40 @@ std::optional<ApiError> responses_to_chat(std::string_view body, const ResponseS
                                           nlohmann::ordered_json& chat_body, ResponsesRequest& out);
 
 // The response object of a finished choice (tool calls already parsed out
-// of its text), and the conversation to store under its id.
-std::string response_body(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput& choice,
-                          nlohmann::ordered_json* conversation);
-// The same as a stream of server-sent events, created to completed.
-std::string response_events(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput& choice);
+// of its text).
+std::string response_body(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput& choice);
+// The conversation to store under a finished response's id: its input and
+// its output as an assistant message.
+nlohmann::ordered_json stored_conversation(const ResponsesRequest& request, const ChoiceOutput& choice);
+
+// A streamed response's server-sent events as its text arrives: created and
+// in_progress first; then, piece by piece, reasoning_text and output_text
+// deltas, each item opened by its first text; then with the finish the items
+// done, the function calls whole (parsed at the end), and completed or
+// incomplete (or an error event).
+class ResponseEventStream {
+ public:
+  ResponseEventStream(const ResponseMeta& meta, const ResponsesRequest& request) : meta_(meta), request_(request) {}
+
+  std::string begin();
+  // `piece`: the text, reasoning and tool calls since the last piece, and the
+  // finish with the last.
+  std::string add(const ChoiceOutput& piece);
+  // Everything added so far, as one choice.
+  const ChoiceOutput& whole() const { return whole_; }
+
+ private:
+  void event(std::string& out, const char* type, nlohmann::ordered_json data);
+  void open(std::string& out, const nlohmann::ordered_json& item, std::optional<size_t>& at);
+  void close_text_items(std::string& out);
+  std::string finish();
+
+  const ResponseMeta& meta_;
+  const ResponsesRequest& request_;
+  ChoiceOutput whole_;
+  int64_t sequence_ = 0;
+  size_t num_items_ = 0;  // output items opened so far
+  std::optional<size_t> reasoning_at_, message_at_;
+};
 
 }  // namespace zl::server

@@ -32,7 +32,8 @@ std::string framed(std::string_view prefix, std::string_view body, std::string_v
 
 std::string sse_chunk(std::string_view payload) { return framed("data: ", payload, "\n\n"); }
 
-std::string http_chunk(std::string_view events) { return framed("", events, ""); }
+// No events, no chunk: a zero-length one would end the response.
+std::string http_chunk(std::string_view events) { return events.empty() ? std::string() : framed("", events, ""); }
 
 std::string sse_done_chunk() { return sse_chunk("[DONE]"); }
 

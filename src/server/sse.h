@@ -14,7 +14,8 @@ namespace zl::server {
 std::string sse_response_head(std::string_view extra_headers = {});
 // One SSE event carrying `payload` (JSON), framed as one HTTP chunk.
 std::string sse_chunk(std::string_view payload);
-// Events already written out ("event: ...\ndata: ...\n\n"), as one HTTP chunk.
+// Events already written out ("event: ...\ndata: ...\n\n"), as one HTTP chunk;
+// none ("") as nothing, never the zero-length chunk that ends the response.
 std::string http_chunk(std::string_view events);
 // The terminal "data: [DONE]" event, framed as one HTTP chunk.
 std::string sse_done_chunk();

@@ -60,7 +60,7 @@ def plain_text(server, **template_fields):
 
 
 def sse_chunks(data):
-    return [json.loads(line[6:]) for line in data.decode().splitlines() if line.startswith("data: {")]
+    return [json.loads(line[6:]) for line in data.decode().split("\n") if line.startswith("data: {")]
 
 
 def test_a_prompt_that_opens_the_reasoning_makes_the_output_reasoning(r1):
@@ -89,7 +89,7 @@ def test_responses_api_answers_a_reasoning_item(r1):
     output = json.loads(post(r1, "/v1/responses", body))["output"]
     assert output[0]["type"] == "reasoning" and output[0]["id"].startswith("rs_")
     assert output[0]["content"] == [{"type": "reasoning_text", "text": whole}]
-    events = [json.loads(line[6:]) for line in post(r1, "/v1/responses", {**body, "stream": True}).decode().splitlines()
+    events = [json.loads(line[6:]) for line in post(r1, "/v1/responses", {**body, "stream": True}).decode().split("\n")
               if line.startswith("data: ")]
     deltas = [e["delta"] for e in events if e["type"] == "response.reasoning_text.delta"]
     assert "".join(deltas) == whole

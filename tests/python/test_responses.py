@@ -58,19 +58,48 @@ def test_json_schema_format(server):
     jsonschema.validate(json.loads(r.output_text), schema)
 
 
-def test_stream_events_add_up(server):
-    stream = server.client().responses.create(model=MODEL, input="Hello", max_output_tokens=12, temperature=0,
-                                              stream=True)
-    types, text, final = [], "", None
+def test_stream_events_add_up_as_the_text_arrives(server):
+    stream = server.client().responses.create(model=MODEL, input="Hello", max_output_tokens=48, temperature=0,
+                                              stream=True, extra_body={"ignore_eos": True})
+    types, deltas, final, sequence = [], [], None, []
     for event in stream:
         types.append(event.type)
+        sequence.append(event.sequence_number)
         if event.type == "response.output_text.delta":
-            text += event.delta
+            deltas.append(event.delta)
         if event.type in ("response.completed", "response.incomplete"):
             final = event.response
-    assert types[0] == "response.created" and final is not None
-    assert "response.output_item.added" in types and "response.output_item.done" in types
-    assert text == final.output_text
+    assert types[:3] == ["response.created", "response.in_progress", "response.output_item.added"]
+    assert types[-4:] == ["response.output_text.done", "response.content_part.done", "response.output_item.done",
+                          "response.incomplete"]
+    assert sequence == list(range(len(sequence)))
+    assert "".join(deltas) == final.output_text
+    # Sent as the tokens come, not whole at the end (dummy:tiny steps in about a millisecond).
+    assert len(deltas) > 1
+    # The same text as unstreamed.
+    whole = server.client().responses.create(model=MODEL, input="Hello", max_output_tokens=48, temperature=0,
+                                             extra_body={"ignore_eos": True})
+    assert whole.output_text == final.output_text
+
+
+def test_streamed_function_calls_match_the_final_output(server):
+    stream = server.client().responses.create(model=MODEL, input=[{"role": "user", "content": "Weather?"}],
+                                              tools=TOOLS, tool_choice="required", max_output_tokens=300,
+                                              temperature=1.0, stream=True)
+    done, final = {}, None
+    for event in stream:
+        if event.type == "response.output_item.done":
+            done[event.output_index] = event.item
+        if event.type == "response.completed":
+            final = event.response
+    assert final is not None and final.output, "no output"
+    assert sorted(done) == list(range(len(final.output)))
+    for i, item in enumerate(final.output):
+        assert done[i].type == item.type and done[i].id == item.id
+    calls = [item for item in final.output if item.type == "function_call"]
+    assert calls
+    for call in calls:
+        jsonschema.validate(json.loads(call.arguments), WEATHER)
 
 
 @pytest.mark.parametrize("input_, param", [

@@ -424,6 +424,8 @@ TEST(SseTest, Framing) {
   EXPECT_EQ(sse_chunk("{}"), "a\r\ndata: {}\n\n\r\n");
   EXPECT_EQ(sse_done_chunk(), "e\r\ndata: [DONE]\n\n\r\n");
   EXPECT_EQ(http_last_chunk(), "0\r\n\r\n");
+  EXPECT_EQ(http_chunk("event: x\ndata: {}\n\n"), "13\r\nevent: x\ndata: {}\n\n\r\n");
+  EXPECT_EQ(http_chunk(""), "");  // never the last chunk by mistake
 }
 
 }  // namespace
