@@ -105,6 +105,10 @@ struct Request {
   std::vector<std::string> stop;      // stop strings (not included in the output)
   std::vector<int32_t> stop_token_ids;  // besides the model's eos ids
   bool ignore_eos = false;
+  // The output's text leaves special tokens out (Hugging Face decode's
+  // skip_special_tokens); tool-call syntaxes marked by them need them in.
+  // Ending tokens (eos, stop_token_ids) are never in the text.
+  bool skip_special_tokens = true;
   std::string cache_salt;             // requests with different salts never share KV
   // Higher is admitted first, then arrival order.
   int32_t priority = static_cast<int32_t>(field::kPriority.default_value);

@@ -37,6 +37,19 @@ std::vector<int32_t> end_of_turn_token_ids(const Tokenizer& tokenizer) {
 
 }  // namespace
 
+bool renders_object_arguments(const ChatTemplate& chat_template) {
+  auto turn = [](nlohmann::ordered_json arguments) {
+    nlohmann::ordered_json call{{"id", "call_probe"}, {"type", "function"},
+                                {"function", {{"name", "probe"}, {"arguments", std::move(arguments)}}}};
+    return nlohmann::ordered_json::array({{{"role", "user"}, {"content", "x"}},
+                                          {{"role", "assistant"}, {"content", ""}, {"tool_calls", nlohmann::ordered_json::array({call})}}});
+  };
+  const nlohmann::ordered_json arguments{{"a", 1}};
+  if (apply_chat_template(chat_template, turn(arguments), {}).ok()) return true;
+  return !apply_chat_template(chat_template, turn(arguments.dump()), {}).ok();
+}
+
+
 StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, const std::string& tokenizer_path,
                                                 const std::string& gguf_template, const std::string& override_template,
                                                 const Tokenizer* tokenizer) {
@@ -54,6 +67,7 @@ StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, c
   loaded.bos_token = std::move(resolved.bos_token);
   loaded.eos_token = std::move(resolved.eos_token);
   if (tokenizer) loaded.end_of_turn_ids = end_of_turn_token_ids(*tokenizer);
+  loaded.object_arguments = renders_object_arguments(*loaded.chat_template);
   return loaded;
 }
 

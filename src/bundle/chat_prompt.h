@@ -31,12 +31,22 @@ struct LoadedChatTemplate {
   // The tokenizer's eos and those common end-of-turn tokens ("<|im_end|>",
   // "<|eot_id|>", "<|end|>", ...) that are single special tokens of its vocabulary.
   std::vector<int32_t> end_of_turn_ids;
+  // Tool-call arguments in the history reach the template as objects
+  // (transformers' convention), or, for a template that cannot render those
+  // (DeepSeek V3.1 concatenates them as text), as the JSON text sent.
+  bool object_arguments = true;
 };
 
 struct ChatPrompt {
   std::string text;          // what the template wrote
   std::vector<int32_t> ids;  // its encoding
 };
+
+// Whether the template renders a tool call whose arguments are an object:
+// false only when it fails on one and renders the same call as JSON text
+// (llama.cpp probes its templates for the same reason). Sets
+// LoadedChatTemplate::object_arguments.
+bool renders_object_arguments(const ChatTemplate& chat_template);
 
 // Resolves (resolve_chat_template's order) and parses the template of the
 // model read from `model_path` (a HF folder or a GGUF file: ModelSource::path,

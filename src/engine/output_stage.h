@@ -53,8 +53,9 @@ struct Sequence;
 // on and deletes it after the sink's on_finish.
 struct RequestOutput {
   RequestOutput(RequestId id_in, std::shared_ptr<EventSink> sink_in, std::vector<std::string> stop_strings,
-                const Tokenizer& tokenizer, const ContinuationPieces* pieces, const std::vector<int32_t>& prompt)
-      : id(id_in), sink(std::move(sink_in)), decoder(tokenizer, /*skip_special=*/true, pieces), stops(std::move(stop_strings)) {
+                const Tokenizer& tokenizer, bool skip_special, const ContinuationPieces* pieces,
+                const std::vector<int32_t>& prompt)
+      : id(id_in), sink(std::move(sink_in)), decoder(tokenizer, skip_special, pieces), stops(std::move(stop_strings)) {
     // Prime the decoder with the prompt so the first token decodes as a
     // continuation (SentencePiece strips a leading space only at the start).
     for (int32_t token : prompt) (void)decoder.push(token);

@@ -43,7 +43,8 @@ struct alignas(64) Sequence {
         request(std::move(request_in)),
         salt(salt_in),
         sampler(with_logprob_if_needed(request), vocab_size) {
-    output = std::make_unique<RequestOutput>(id, request.sink, std::move(request.stop), tokenizer, pieces, tokens);
+    output = std::make_unique<RequestOutput>(id, request.sink, std::move(request.stop), tokenizer,
+                                             request.skip_special_tokens, pieces, tokens);
     tokens.reserve(static_cast<size_t>(max_total));
     sampler.set_prompt(tokens);
   }

@@ -36,7 +36,7 @@ bool has_tool(const ojson& tools, const std::string& name) {
 
 }  // namespace
 
-OptError normalize_tool_calls(ojson& message, size_t i) {
+OptError normalize_tool_calls(ojson& message, size_t i, bool object_arguments) {
   const auto calls = message.find("tool_calls");
   if (calls == message.end() || calls->is_null()) return std::nullopt;
   const std::string where = str_cat("messages[", i, "].tool_calls");
@@ -50,7 +50,12 @@ OptError normalize_tool_calls(ojson& message, size_t i) {
     if (!call.is_object() || function == call.end() || !function->is_object() || !function->contains("name"))
       return bad_request("messages", str_cat(where, "[", k, "] must be {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}"));
     const auto args = function->find("arguments");
-    if (args == function->end() || !args->is_string()) continue;
+    if (args == function->end()) continue;
+    if (!object_arguments) {  // the template wants the JSON text
+      if (args->is_object()) *args = args->dump();
+      continue;
+    }
+    if (!args->is_string()) continue;
     ojson parsed = ojson::parse(args->get_ref<const std::string&>(), nullptr, false);
     if (parsed.is_object()) *args = std::move(parsed);
   }
@@ -85,6 +90,8 @@ OptError read_tool_choice(const ojson& body, const ChatSettings& chat, Completio
                               "this server knows; start it with --tool-call-parser (" + tool_call_format_names() + ")");
   }
   out.tool_format = chat.tool_format;
+  if (marked_by_special_tokens(*chat.tool_format) && !body.contains("skip_special_tokens"))
+    out.skip_special_tokens = false;
   if (mode == "auto") return std::nullopt;
   if (out.structured_output.kind != StructuredOutput::Kind::kNone)
     return bad_request("tool_choice", "tool_choice '" + mode + "' and " + out.structured_output.field +

@@ -323,7 +323,7 @@ void note_ignored_fields(const json& j) {
   static const std::set<std::string, std::less<>> kRead = {
       "model", "prompt", "messages", "n", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
       "min_p", "seed", "stop", "presence_penalty", "frequency_penalty", "repetition_penalty", "logprobs",
-      "top_logprobs", "ignore_eos", "include_stop_str_in_output", "stream", "stream_options", "cache_salt", "priority", "min_token_prob",
+      "top_logprobs", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "stream", "stream_options", "cache_salt", "priority", "min_token_prob",
       "return_token_ids", "echo", "best_of", "suffix", "logit_bias", "response_format", "structured_outputs",
       "guided_json", "guided_regex", "guided_choice", "guided_grammar", "json_schema", "grammar", "tools",
       "tool_choice", "chat_template_kwargs", "add_generation_prompt"};
@@ -347,6 +347,7 @@ OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionR
   if (OptError e = read_stop(j, limits, out.stop)) return e;
   if (OptError e = read_bool(j, "ignore_eos", out.ignore_eos)) return e;
   if (OptError e = read_bool(j, "include_stop_str_in_output", out.include_stop_str)) return e;
+  if (OptError e = read_bool(j, "skip_special_tokens", out.skip_special_tokens)) return e;
   if (OptError e = read_stream(j, out)) return e;
   if (OptError e = read_string(j, "cache_salt", 256, out.cache_salt)) return e;
   if (OptError e = read_field(j, field::kPriority, out.priority)) return e;
@@ -419,7 +420,7 @@ OptError read_chat(const ojson& j, const ChatSettings& chat, ojson& messages, Ch
       return bad_message(
           str_cat("messages[", i, "].role '", r, "' is unknown; use system, developer, user, assistant or tool"));
     if (OptError e = normalize_content(message, i, r)) return e;
-    if (OptError e = normalize_tool_calls(message, i)) return e;
+    if (OptError e = normalize_tool_calls(message, i, chat.loaded.object_arguments)) return e;
     messages.push_back(std::move(message));
   }
   if (auto tools = j.find("tools"); tools != j.end() && !tools->is_null()) {
@@ -567,6 +568,7 @@ Request make_engine_request(const CompletionRequest& r, size_t prompt_index, int
   request.stop = r.stop;
   request.stop_token_ids = r.stop_token_ids;
   request.ignore_eos = r.ignore_eos;
+  request.skip_special_tokens = r.skip_special_tokens;
   request.cache_salt = r.cache_salt;
   request.priority = r.priority;
   request.min_token_prob = r.min_token_prob;

@@ -62,6 +62,9 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   bool include_stop_str = false;           // vLLM's include_stop_str_in_output: the stop string ends the text
+  // vLLM's skip_special_tokens; chat with a tool syntax marked by special
+  // tokens defaults it to false, so that its parser sees them.
+  bool skip_special_tokens = true;
   bool stream = false;
   bool include_usage = false;              // stream_options.include_usage
   bool continuous_usage = false;           // stream_options.continuous_usage_stats: usage in every chunk

@@ -14,6 +14,25 @@ constexpr std::string_view kHermesBegin = "<tool_call>";
 constexpr std::string_view kHermesEnd = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr std::string_view kMistralTag = "[TOOL_CALLS]";
+constexpr std::string_view kGraniteTag = "<|tool_call|>";
+
+// Calls between markers: [section_begin] (call_begin name name_end
+// arguments call_end)+ [section_end].
+struct TaggedSyntax {
+  std::string_view section_begin, call_begin, name_end, call_end, section_end;
+  std::string_view name_prefix;  // written before the name ("functions.")
+  bool name_index = false;       // ":<i>" after the name
+};
+constexpr TaggedSyntax kDeepSeekV31{"<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>",
+                                    "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "", false};
+constexpr TaggedSyntax kKimiK2{"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
+                               "<|tool_call_end|>", "<|tool_calls_section_end|>", "functions.", true};
+
+const TaggedSyntax* tagged_syntax(ToolCallFormat format) {
+  if (format == ToolCallFormat::kDeepSeekV31) return &kDeepSeekV31;
+  if (format == ToolCallFormat::kKimiK2) return &kKimiK2;
+  return nullptr;
+}
 
 std::string_view trim(std::string_view s) {
   const size_t begin = s.find_first_not_of(" \t\r\n");
@@ -21,14 +40,33 @@ std::string_view trim(std::string_view s) {
   return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
 }
 
-// "call_" + 24 hex digits: a process-wide random start, then a counter through splitmix64.
-std::string next_call_id() {
+// 64 bits unique in the process: a process-wide random start, then a
+// counter through splitmix64.
+uint64_t next_id_bits() {
   static const uint64_t seed = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   static std::atomic<uint64_t> counter{0};
   uint64_t z = seed + 0x9e3779b97f4a7c15ull * (counter.fetch_add(1, std::memory_order_relaxed) + 1);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
+  return z ^ (z >> 31);
+}
+
+// Mistral's templates refuse any id but 9 letters and digits (as vLLM's
+// mistral parser writes them).
+std::string mistral_call_id() {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  uint64_t z = next_id_bits();
+  std::string id(9, 'a');
+  for (char& ch : id) {
+    ch = kAlphabet[z % 62];
+    z /= 62;
+  }
+  return id;
+}
+
+// "call_" + 24 hex digits.
+std::string next_call_id() {
+  const uint64_t z = next_id_bits();
   char buf[32];
   std::snprintf(buf, sizeof(buf), "call_%016llx%08x", static_cast<unsigned long long>(z),
                 static_cast<unsigned>((z * 0x2545f4914f6cdd1dull) >> 32));
@@ -74,6 +112,46 @@ ParsedOutput parse_hermes(std::string_view text) {
   }
   if (pos < text.size()) out.content += text.substr(pos);
   if (!out.calls.empty()) out.content = std::string(trim(out.content));
+  return out;
+}
+
+// The name as written, without the syntax's prefix and index:
+// "functions.get_weather:0" -> "get_weather".
+std::string_view call_name(const TaggedSyntax& s, std::string_view name) {
+  name = trim(name);
+  if (name.starts_with(s.name_prefix)) name.remove_prefix(s.name_prefix.size());
+  if (const size_t colon = name.rfind(':'); s.name_index && colon != std::string_view::npos) name = name.substr(0, colon);
+  return name;
+}
+
+// Text before the section is content, and so is text after it; a call that
+// does not parse leaves the whole output content.
+ParsedOutput parse_tagged(const TaggedSyntax& s, std::string_view text) {
+  const size_t section = text.find(s.section_begin);
+  if (section == std::string_view::npos) return ParsedOutput{std::string(text), {}};
+  ParsedOutput out{std::string(trim(text.substr(0, section))), {}};
+  size_t pos = section + s.section_begin.size();
+  for (;;) {
+    const size_t begin = text.find(s.call_begin, pos);
+    const size_t section_end = text.find(s.section_end, pos);
+    if (begin == std::string_view::npos || section_end < begin) {
+      pos = section_end == std::string_view::npos ? text.size() : section_end + s.section_end.size();
+      break;
+    }
+    const size_t name_at = begin + s.call_begin.size();
+    const size_t name_end = text.find(s.name_end, name_at);
+    if (name_end == std::string_view::npos) return ParsedOutput{std::string(text), {}};
+    const size_t args_at = name_end + s.name_end.size();
+    const size_t call_end = std::min(text.find(s.call_end, args_at), text.size());  // cut off: to the end
+    const json args = json::parse(trim(text.substr(args_at, call_end - args_at)), nullptr, false);
+    const std::string_view name = call_name(s, text.substr(name_at, name_end - name_at));
+    if (name.empty() || !args.is_object()) return ParsedOutput{std::string(text), {}};
+    out.calls.push_back({next_call_id(), std::string(name), args.dump(-1, ' ', false, json::error_handler_t::replace)});
+    pos = std::min(call_end + s.call_end.size(), text.size());
+  }
+  if (out.calls.empty()) return ParsedOutput{std::string(text), {}};
+  const std::string_view tail = trim(text.substr(pos));
+  if (!tail.empty()) out.content += (out.content.empty() ? "" : "\n") + std::string(tail);
   return out;
 }
 
@@ -138,9 +216,18 @@ ojson tag_for(ToolCallFormat format, const ojson& tool) {
       end = "}";
       break;
     case ToolCallFormat::kMistral:
+    case ToolCallFormat::kGranite:
       begin = "{\"name\": " + quoted(name) + ", \"arguments\": ";
       end = "}";
       break;
+    case ToolCallFormat::kDeepSeekV31:
+    case ToolCallFormat::kKimiK2: {
+      const TaggedSyntax& s = *tagged_syntax(format);
+      begin = std::string(s.call_begin) + std::string(s.name_prefix) + name + (s.name_index ? ":0" : "") +
+              std::string(s.name_end);
+      end = s.call_end;
+      break;
+    }
   }
   return ojson{{"type", "tag"},
                {"begin", begin},
@@ -150,10 +237,13 @@ ojson tag_for(ToolCallFormat format, const ojson& tool) {
 
 }  // namespace
 
+constexpr ToolCallFormat kFormats[] = {ToolCallFormat::kHermes,  ToolCallFormat::kLlama3Json,
+                                       ToolCallFormat::kMistral, ToolCallFormat::kGranite,
+                                       ToolCallFormat::kDeepSeekV31, ToolCallFormat::kKimiK2};
+
 std::optional<ToolCallFormat> tool_call_format_named(std::string_view name) {
-  if (name == "hermes") return ToolCallFormat::kHermes;
-  if (name == "llama3_json") return ToolCallFormat::kLlama3Json;
-  if (name == "mistral") return ToolCallFormat::kMistral;
+  for (ToolCallFormat format : kFormats)
+    if (name == tool_call_format_name(format)) return format;
   return std::nullopt;
 }
 
@@ -162,15 +252,29 @@ const char* tool_call_format_name(ToolCallFormat format) {
     case ToolCallFormat::kHermes: return "hermes";
     case ToolCallFormat::kLlama3Json: return "llama3_json";
     case ToolCallFormat::kMistral: return "mistral";
+    case ToolCallFormat::kGranite: return "granite";
+    case ToolCallFormat::kDeepSeekV31: return "deepseek_v31";
+    case ToolCallFormat::kKimiK2: return "kimi_k2";
   }
   return "hermes";
 }
 
-std::string tool_call_format_names() { return "hermes, llama3_json, mistral"; }
+std::string tool_call_format_names() {
+  std::string names;
+  for (ToolCallFormat format : kFormats) names += (names.empty() ? "" : ", ") + std::string(tool_call_format_name(format));
+  return names;
+}
+
+bool marked_by_special_tokens(ToolCallFormat format) {
+  return format != ToolCallFormat::kHermes && format != ToolCallFormat::kLlama3Json;
+}
 
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view source) {
   if (source.find("<tool_call>") != std::string_view::npos) return ToolCallFormat::kHermes;
   if (source.find("[TOOL_CALLS][") != std::string_view::npos) return ToolCallFormat::kMistral;
+  if (source.find(kGraniteTag) != std::string_view::npos) return ToolCallFormat::kGranite;
+  if (source.find(kDeepSeekV31.call_begin) != std::string_view::npos) return ToolCallFormat::kDeepSeekV31;
+  if (source.find(kKimiK2.call_begin) != std::string_view::npos) return ToolCallFormat::kKimiK2;
   if (source.find("\"parameters\": ") != std::string_view::npos &&
       source.find("<|start_header_id|>") != std::string_view::npos)
     return ToolCallFormat::kLlama3Json;
@@ -181,20 +285,31 @@ ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text) {
   switch (format) {
     case ToolCallFormat::kHermes: return parse_hermes(text);
     case ToolCallFormat::kLlama3Json: return parse_whole(text, kPythonTag, false);
-    case ToolCallFormat::kMistral: return parse_whole(text, kMistralTag, true);
+    case ToolCallFormat::kMistral: {
+      ParsedOutput out = parse_whole(text, kMistralTag, true);
+      for (ToolCall& call : out.calls) call.id = mistral_call_id();
+      return out;
+    }
+    case ToolCallFormat::kGranite: return parse_whole(text, kGraniteTag, true);
+    case ToolCallFormat::kDeepSeekV31:
+    case ToolCallFormat::kKimiK2: return parse_tagged(*tagged_syntax(format), text);
   }
   return ParsedOutput{std::string(text), {}};
 }
 
 size_t streamable_prefix(ToolCallFormat format, std::string_view text) {
-  if (format == ToolCallFormat::kHermes) {
-    const size_t begin = text.find(kHermesBegin);
+  if (format == ToolCallFormat::kHermes || tagged_syntax(format)) {
+    // Content until the first call (or section) begins.
+    const std::string_view marker = format == ToolCallFormat::kHermes ? kHermesBegin : tagged_syntax(format)->section_begin;
+    const size_t begin = text.find(marker);
     if (begin != std::string_view::npos) return begin;
-    return text.size() - partial_marker_at_end(text, kHermesBegin);
+    return text.size() - partial_marker_at_end(text, marker);
   }
   // Calls are the whole output: hold it while it may still be one.
-  const std::string_view tag = format == ToolCallFormat::kMistral ? kMistralTag : kPythonTag;
-  const char open = format == ToolCallFormat::kMistral ? '[' : '{';
+  const std::string_view tag = format == ToolCallFormat::kMistral ? kMistralTag
+                               : format == ToolCallFormat::kGranite ? kGraniteTag
+                                                                    : kPythonTag;
+  const char open = format == ToolCallFormat::kLlama3Json ? '{' : '[';
   const std::string_view body = trim(text);
   if (body.empty() || body.front() == open || tag.starts_with(body.substr(0, tag.size())) || body.starts_with(tag))
     return 0;
@@ -205,13 +320,22 @@ std::string tool_call_structural_tag(ToolCallFormat format, const ojson& tools, 
   ojson tags = ojson::array();
   for (const ojson& tool : tools)
     if (only.empty() || tool.at("function").at("name") == only) tags.push_back(tag_for(format, tool));
-  const char* separator = format == ToolCallFormat::kHermes ? "\n" : format == ToolCallFormat::kMistral ? ", " : "; ";
+  const TaggedSyntax* tagged = tagged_syntax(format);
+  const char* separator = format == ToolCallFormat::kHermes       ? "\n"
+                          : format == ToolCallFormat::kLlama3Json ? "; "
+                          : tagged                                 ? ""
+                                                                   : ", ";
   ojson body{{"type", "tags_with_separator"}, {"tags", tags}, {"separator", separator},
              {"at_least_one", true}, {"stop_after_first", false}};
-  if (format == ToolCallFormat::kMistral) {  // one JSON array of the calls
+  // Around the calls: a JSON array (mistral, granite), or a section's markers.
+  std::string open, close;
+  if (format == ToolCallFormat::kMistral) open = "[", close = "]";
+  if (format == ToolCallFormat::kGranite) open = std::string(kGraniteTag) + "[", close = "]";
+  if (tagged) open = tagged->section_begin, close = tagged->section_end;
+  if (!open.empty()) {
     body = ojson{{"type", "sequence"},
-                 {"elements", ojson::array({ojson{{"type", "const_string"}, {"value", "["}}, body,
-                                            ojson{{"type", "const_string"}, {"value", "]"}}})}};
+                 {"elements", ojson::array({ojson{{"type", "const_string"}, {"value", open}}, body,
+                                            ojson{{"type", "const_string"}, {"value", close}}})}};
   }
   return ojson{{"type", "structural_tag"}, {"format", body}}.dump();
 }

@@ -3,8 +3,14 @@
 //   hermes       <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>
 //                (Qwen 2.5 / 3, QwQ, Hermes 2 Pro / 3)
 //   llama3_json  {"name": ..., "parameters": {...}}, the whole output (Llama 3.1-3.3)
-//   mistral      [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] (Mistral Nemo;
-//                [TOOL_CALLS] is a control token, so the text starts at "[")
+//   mistral      [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] (Mistral Nemo)
+//   granite      <|tool_call|>[{"name": ..., "arguments": {...}}, ...] (Granite 3.x)
+//   deepseek_v31 <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>name<｜tool▁sep｜>{...}
+//                <｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (DeepSeek V3.1)
+//   kimi_k2      <|tool_calls_section_begin|><|tool_call_begin|>functions.name:0
+//                <|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
+// The markers of all but hermes and llama3_json are special tokens, which a
+// request keeps in its text for the parser (Request::skip_special_tokens).
 // parse_tool_calls() turns a finished output into content and calls;
 // streamable_prefix() says how much of a stream may go out as content before
 // its end is known; tool_call_structural_tag() is the grammar (an xgrammar
@@ -21,17 +27,19 @@
 
 namespace zl::server {
 
-enum class ToolCallFormat { kHermes, kLlama3Json, kMistral };
+enum class ToolCallFormat { kHermes, kLlama3Json, kMistral, kGranite, kDeepSeekV31, kKimiK2 };
 
 std::optional<ToolCallFormat> tool_call_format_named(std::string_view name);
 const char* tool_call_format_name(ToolCallFormat format);
-// "hermes, llama3_json, mistral": for --help and errors.
+// "hermes, llama3_json, ...": for --help and errors.
 std::string tool_call_format_names();
+// Whether the syntax's markers are special tokens (kept in the text for it).
+bool marked_by_special_tokens(ToolCallFormat format);
 // The format a chat template's source renders assistant tool calls in, if any.
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view template_source);
 
 struct ToolCall {
-  std::string id;         // "call_" and 24 hex digits, unique in the process
+  std::string id;         // "call_" and 24 hex digits (mistral: 9 letters and digits), unique in the process
   std::string name;
   std::string arguments;  // the arguments object as JSON text
 };

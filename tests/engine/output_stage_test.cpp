@@ -22,8 +22,9 @@ struct Harness {
         stage([this](RequestId id) { stops.push_back(id); }, capacity) {}
 
   // A request's output side, as submit() builds it (prompt "p").
-  RequestOutput* make(RequestId id, std::shared_ptr<EventSink> sink, std::vector<std::string> stop = {}) {
-    return new RequestOutput(id, std::move(sink), std::move(stop), *tokenizer, nullptr, {'p'});
+  RequestOutput* make(RequestId id, std::shared_ptr<EventSink> sink, std::vector<std::string> stop = {},
+                      bool skip_special = true) {
+    return new RequestOutput(id, std::move(sink), std::move(stop), *tokenizer, skip_special, nullptr, {'p'});
   }
   void finish(RequestOutput* out, FinishReason reason, int32_t generated) {
     out->finish.id = out->id;
@@ -54,6 +55,20 @@ TEST(OutputStageTest, InlineDeliversTextInOrderAndFlushesHeldBytes) {
   EXPECT_EQ(sink->finish.reason, FinishReason::kLength);
   EXPECT_EQ(sink->finish.num_generated_tokens, 4);
   EXPECT_EQ(sink->text, "hi\xEF\xBF\xBD");  // flushed at the end as U+FFFD
+}
+
+// Request::skip_special_tokens: a special token (<s>, 256) is text only when
+// the request keeps them (tool-call markers such as [TOOL_CALLS]).
+TEST(OutputStageTest, SpecialTokensAreTextOnlyWhenKept) {
+  for (bool skip : {true, false}) {
+    Harness h;
+    auto sink = std::make_shared<test::CollectingSink>();
+    RequestOutput* out = h.make(1, sink, {}, skip);
+    for (int32_t t : {int32_t{'a'}, 256, int32_t{'b'}}) h.stage.push_token(out, t, 0.0f, {});
+    h.finish(out, FinishReason::kLength, 3);
+    h.stage.publish();
+    EXPECT_EQ(sink->text, skip ? "ab" : "a<s>b");
+  }
 }
 
 TEST(OutputStageTest, StopStringStopsOutputAndOverridesTheEnginesReason) {

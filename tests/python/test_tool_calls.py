@@ -14,7 +14,7 @@ import json
 import pytest
 
 from qwen_server import WEATHER, server  # noqa: F401 (a fixture)
-from test_http_server import MAX_SEQ_LEN, MODEL, Server
+from test_http_server import MAX_SEQ_LEN, MODEL, SHARED, Server
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -23,14 +23,17 @@ TIME = {"type": "object", "properties": {"tz": {"enum": ["UTC", "CET"]}}, "requi
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": WEATHER}},
          {"type": "function", "function": {"name": "get_time", "description": "Time", "parameters": TIME}}]
 SCHEMAS = {"get_weather": WEATHER, "get_time": TIME}
+TEMPLATES = SHARED / "tokenizers" / "chat-templates"
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
-def check_calls(calls, only=None):
+def check_calls(calls, only=None, parser="hermes"):
     assert calls, "no tool calls"
     ids = set()
     for call in calls:
-        assert call.type == "function" and call.id.startswith("call_") and call.id not in ids
+        # Mistral's templates take only 9 letters and digits as an id.
+        assert call.type == "function" and call.id not in ids
+        assert call.id.isalnum() and len(call.id) == 9 if parser == "mistral" else call.id.startswith("call_")
         ids.add(call.id)
         assert call.function.name in SCHEMAS and (only is None or call.function.name == only)
         jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
@@ -124,5 +127,36 @@ def test_required_needs_a_known_syntax():
         body["tool_choice"] = "auto"  # text, as before
         status, _, data = s.request("POST", "/v1/chat/completions", body)
         assert status == 200, data
+    finally:
+        assert s.stop() == 0
+
+
+@pytest.mark.parametrize("template, parser", [
+    ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek_v31"), ("moonshotai-Kimi-K2.jinja", "kimi_k2"),
+    ("ibm-granite-granite-3.3-2B-Instruct.jinja", "granite"),
+    ("mistralai-Mistral-Nemo-Instruct-2407.jinja", "mistral"),
+])
+def test_other_syntaxes_give_calls_and_take_them_back(template, parser):
+    path = TEMPLATES / template
+    if not path.is_file():
+        pytest.skip(f"{path} is missing")
+    s = Server("--model", "dummy:tiny-4k", "--served-model-name", MODEL, "--max-num-seqs", "8",
+               "--kv-cache-memory", "64M", "--chat-template", str(path))
+    try:
+        assert f"tool calls parsed as {parser}" in s.output()
+        r = s.client().chat.completions.create(model=MODEL, messages=MESSAGES, tools=TOOLS, tool_choice="required",
+                                               max_tokens=1500, temperature=1.0, seed=5)
+        choice = r.choices[0]
+        assert choice.finish_reason == "tool_calls", choice
+        check_calls(choice.message.tool_calls, parser=parser)
+        # The calls go back in the history, as the client sends them (JSON
+        # text), and render: as objects, or as text for a template that
+        # concatenates them (DeepSeek V3.1).
+        call = choice.message.tool_calls[0]
+        history = MESSAGES + [{"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+                              {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
+        status, _, data = s.request("POST", "/apply-template", {"messages": history, "tools": TOOLS})
+        assert status == 200, data
+        assert call.function.name in json.loads(data)["prompt"]
     finally:
         assert s.stop() == 0

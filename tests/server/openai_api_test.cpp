@@ -338,6 +338,24 @@ TEST_F(ChatApiTest, TokenizeMessages) {
   EXPECT_EQ(json::parse(out)["tokens"], json(tokenizer_->encode(rendered, /*add_special=*/false)));
 }
 
+// A syntax whose markers are special tokens keeps them in the text its parser
+// reads, unless the request says otherwise; hermes' are text anyway.
+TEST_F(ChatApiTest, SpecialMarkedToolSyntaxesKeepSpecialTokens) {
+  const std::string tools = R"("tools":[{"type":"function","function":{"name":"f"}}])";
+  const std::string messages = R"({"messages":[{"role":"user","content":"x"}],)";
+  chat_.tool_format = ToolCallFormat::kMistral;
+  ASSERT_FALSE(parse_chat(messages + tools + "}"));
+  EXPECT_FALSE(request_.skip_special_tokens);
+  EXPECT_FALSE(make_engine_request(request_, 0, 0).skip_special_tokens);  // on to the engine
+  ASSERT_FALSE(parse_chat(messages + tools + R"(,"skip_special_tokens":true})"));
+  EXPECT_TRUE(request_.skip_special_tokens);
+  ASSERT_FALSE(parse_chat(messages + tools + R"(,"tool_choice":"none"})"));
+  EXPECT_TRUE(request_.skip_special_tokens);
+  chat_.tool_format = ToolCallFormat::kHermes;
+  ASSERT_FALSE(parse_chat(messages + tools + "}"));
+  EXPECT_TRUE(request_.skip_special_tokens);
+}
+
 TEST_F(ChatApiTest, AssistantToolCallsAndToolMessages) {
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[]},
                                       {"role":"tool","content":"42"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"})"),

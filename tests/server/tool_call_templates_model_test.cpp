@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "bundle/chat_prompt.h"
 #include "jinja/chat_template.h"
 #include "server/tool_calls.h"
 #include "test_util.h"
@@ -24,6 +25,7 @@ struct Case {
   const char* file;
   ToolCallFormat format;
   bool multiple;  // the template renders more than one call per turn
+  bool object_arguments = true;  // it renders arguments given as objects (else as JSON text)
 };
 
 std::string read_text(const std::string& path) {
@@ -35,7 +37,7 @@ std::string read_text(const std::string& path) {
 
 // The assistant text as the model would write it: up to its end-of-turn.
 std::string until_end_of_turn(std::string text) {
-  for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>"}) {
+  for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<｜end▁of▁sentence｜>"}) {
     const size_t at = text.find(end);
     if (at != std::string::npos) text.resize(at);
   }
@@ -72,8 +74,13 @@ TEST_P(ToolCallTemplateTest, RenderedCallsParseBack) {
   options.eos_token = "</s>";
   auto prompt = apply_chat_template(*parsed, messages, options);
   ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
-  // As the server passes it on (chat_tools.h: a null content becomes "").
-  messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}});
+  // As the server passes it on (chat_tools.h: a null content becomes "", the
+  // arguments objects or their JSON text, as the template renders).
+  EXPECT_EQ(renders_object_arguments(*parsed), c.object_arguments);
+  ojson sent = calls;
+  if (!c.object_arguments)
+    for (ojson& call : sent) call["function"]["arguments"] = call["function"]["arguments"].dump();
+  messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", sent}});
   options.add_generation_prompt = false;
   auto whole = apply_chat_template(*parsed, messages, options);
   ASSERT_TRUE(whole.ok()) << whole.status().to_string();
@@ -110,7 +117,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"meta-llama-Llama-3.1-8B-Instruct.jinja", ToolCallFormat::kLlama3Json, false},
                       Case{"meta-llama-Llama-3.2-3B-Instruct.jinja", ToolCallFormat::kLlama3Json, false},
                       Case{"meta-llama-Llama-3.3-70B-Instruct.jinja", ToolCallFormat::kLlama3Json, false},
-                      Case{"mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolCallFormat::kMistral, true}),
+                      Case{"mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolCallFormat::kMistral, true},
+                      Case{"deepseek-ai-DeepSeek-V3.1.jinja", ToolCallFormat::kDeepSeekV31, true, false},
+                      Case{"moonshotai-Kimi-K2.jinja", ToolCallFormat::kKimiK2, true}),
     [](const auto& info) {
       std::string name = info.param.file;
       name = name.substr(0, name.find(".jinja"));

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace zl::server {
@@ -13,9 +15,10 @@ namespace {
 
 using nlohmann::json;
 
-void expect_call(const ToolCall& call, const std::string& name, const json& arguments) {
+void expect_call(const ToolCall& call, const std::string& name, const json& arguments, bool openai_id = true) {
   EXPECT_EQ(call.name, name);
   EXPECT_EQ(json::parse(call.arguments), arguments) << call.arguments;
+  if (!openai_id) return;
   EXPECT_EQ(call.id.rfind("call_", 0), 0u);
   EXPECT_EQ(call.id.size(), 29u);
 }
@@ -68,9 +71,50 @@ TEST(ToolCallsTest, MistralArray) {
   const ParsedOutput out = parse_tool_calls(
       ToolCallFormat::kMistral, "[{\"name\": \"a\", \"arguments\": {\"x\": [1]}}, {\"name\": \"b\", \"arguments\": {}}]");
   ASSERT_EQ(out.calls.size(), 2u);
-  expect_call(out.calls[0], "a", json{{"x", {1}}});
-  expect_call(out.calls[1], "b", json::object());
+  expect_call(out.calls[0], "a", json{{"x", {1}}}, false);
+  expect_call(out.calls[1], "b", json::object(), false);
   EXPECT_EQ(parse_tool_calls(ToolCallFormat::kMistral, "[TOOL_CALLS][{\"name\": \"c\", \"arguments\": {}}]").calls.size(), 1u);
+  // Mistral's templates take only 9 letters and digits as an id.
+  for (const ToolCall& call : out.calls) {
+    EXPECT_EQ(call.id.size(), 9u) << call.id;
+    EXPECT_TRUE(std::all_of(call.id.begin(), call.id.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)); }));
+  }
+  EXPECT_NE(out.calls[0].id, out.calls[1].id);
+}
+
+TEST(ToolCallsTest, GraniteArray) {
+  const ParsedOutput out = parse_tool_calls(
+      ToolCallFormat::kGranite, "<|tool_call|>[{\"name\": \"a\", \"arguments\": {\"x\": 1}}]");
+  ASSERT_EQ(out.calls.size(), 1u);
+  expect_call(out.calls[0], "a", json{{"x", 1}});
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kGranite, "It is sunny.").calls.empty());
+}
+
+TEST(ToolCallsTest, DeepSeekAndKimiSections) {
+  ParsedOutput out = parse_tool_calls(ToolCallFormat::kDeepSeekV31,
+      "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}"
+      "<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+  EXPECT_EQ(out.content, "Checking.");
+  ASSERT_EQ(out.calls.size(), 2u);
+  expect_call(out.calls[0], "get_weather", json{{"city", "Paris"}});
+  expect_call(out.calls[1], "get_time", json::object());
+  out = parse_tool_calls(ToolCallFormat::kKimiK2,
+      "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+      "{\"city\": \"Rome\"}<|tool_call_end|><|tool_calls_section_end|>");
+  EXPECT_EQ(out.content, "");
+  ASSERT_EQ(out.calls.size(), 1u);
+  expect_call(out.calls[0], "get_weather", json{{"city", "Rome"}});
+  // Cut off by max_tokens: the last call still parses if its arguments do.
+  out = parse_tool_calls(ToolCallFormat::kDeepSeekV31,
+                         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": 1}");
+  ASSERT_EQ(out.calls.size(), 1u);
+  // A call that does not parse leaves everything content.
+  const std::string bad = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": <｜tool▁call▁end｜>";
+  out = parse_tool_calls(ToolCallFormat::kDeepSeekV31, bad);
+  EXPECT_TRUE(out.calls.empty());
+  EXPECT_EQ(out.content, bad);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kKimiK2, "Sure.<|tool_calls_sec"), 5u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kDeepSeekV31, "Sure."), 5u);
 }
 
 TEST(ToolCallsTest, StreamingHoldsOnlyWhatMayBeACall) {
@@ -87,8 +131,11 @@ TEST(ToolCallsTest, StreamingHoldsOnlyWhatMayBeACall) {
 }
 
 TEST(ToolCallsTest, NamesAndDetection) {
-  for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral})
+  for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
+                           ToolCallFormat::kGranite, ToolCallFormat::kDeepSeekV31, ToolCallFormat::kKimiK2})
     EXPECT_EQ(tool_call_format_named(tool_call_format_name(f)), f);
+  EXPECT_TRUE(marked_by_special_tokens(ToolCallFormat::kKimiK2));
+  EXPECT_FALSE(marked_by_special_tokens(ToolCallFormat::kHermes));
   EXPECT_FALSE(tool_call_format_named("pythonic"));
   EXPECT_EQ(detect_tool_call_format("{{ '<tool_call>\\n' }}"), ToolCallFormat::kHermes);
   EXPECT_FALSE(detect_tool_call_format("{{ messages[0].content }}"));

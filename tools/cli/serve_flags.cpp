@@ -83,9 +83,10 @@ void add_http_flags(CLI::App& cmd, server::HttpServerConfig& h) {
   cmd.add_option("--chat-template", h.chat_template, "Chat template for /v1/chat/completions: a Jinja file, or 'chatml' (default: the model's own)")->envname(env("CHAT_TEMPLATE"));
   cmd.add_option("--tool-call-parser", h.tool_call_parser,
                  "How tool calls are read from chat outputs: auto (the chat template's syntax), none, hermes "
-                 "(<tool_call> JSON, Qwen and Hermes), llama3_json (Llama 3.x), mistral ([TOOL_CALLS])")
+                 "(<tool_call> JSON, Qwen and Hermes), llama3_json (Llama 3.x), mistral ([TOOL_CALLS]), granite "
+                 "(<|tool_call|>), deepseek_v31 (DeepSeek V3.1), kimi_k2 (Kimi K2)")
       ->envname(env("TOOL_CALL_PARSER"))
-      ->check(CLI::IsMember({"auto", "none", "hermes", "llama3_json", "mistral"}))
+      ->check(CLI::IsMember({"auto", "none", "hermes", "llama3_json", "mistral", "granite", "deepseek_v31", "kimi_k2"}))
       ->capture_default_str();
   cmd.add_option("--reasoning-parser", h.reasoning_parser,
                  "How reasoning is read from chat outputs: auto (on when the chat template knows <think> ... "
