@@ -155,6 +155,29 @@ ParsedOutput parse_tagged(const TaggedSyntax& s, std::string_view text) {
   return out;
 }
 
+// Mistral Small 3.2's calls: ([TOOL_CALLS]name[CALL_ID]id[ARGS]{...})+, the
+// [CALL_ID] part optional; the whole output or none of it is calls.
+ParsedOutput parse_mistral_args(std::string_view text) {
+  constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
+  const std::string_view body = trim(text);
+  ParsedOutput out;
+  for (size_t pos = 0; pos < body.size();) {
+    if (!body.substr(pos).starts_with(kMistralTag)) return ParsedOutput{std::string(text), {}};
+    const size_t name_at = pos + kMistralTag.size();
+    const size_t args_marker = body.find(kArgs, name_at);
+    if (args_marker == std::string_view::npos) return ParsedOutput{std::string(text), {}};
+    const size_t next = std::min(body.find(kMistralTag, args_marker), body.size());
+    std::string_view name = body.substr(name_at, args_marker - name_at);
+    name = trim(name.substr(0, name.find(kCallId)));
+    const json args = json::parse(trim(body.substr(args_marker + kArgs.size(), next - args_marker - kArgs.size())),
+                                  nullptr, false);
+    if (name.empty() || !args.is_object()) return ParsedOutput{std::string(text), {}};
+    out.calls.push_back({"", std::string(name), args.dump(-1, ' ', false, json::error_handler_t::replace)});
+    pos = next;
+  }
+  return out;
+}
+
 // The whole output is calls (JSON objects separated by ';' or whitespace,
 // llama3_json; or one JSON array, mistral), or it is all content.
 ParsedOutput parse_whole(std::string_view text, std::string_view tag, bool array) {
@@ -271,7 +294,8 @@ bool marked_by_special_tokens(ToolCallFormat format) {
 
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view source) {
   if (source.find("<tool_call>") != std::string_view::npos) return ToolCallFormat::kHermes;
-  if (source.find("[TOOL_CALLS][") != std::string_view::npos) return ToolCallFormat::kMistral;
+  if (source.find("[TOOL_CALLS][") != std::string_view::npos || source.find("[ARGS]") != std::string_view::npos)
+    return ToolCallFormat::kMistral;
   if (source.find(kGraniteTag) != std::string_view::npos) return ToolCallFormat::kGranite;
   if (source.find(kDeepSeekV31.call_begin) != std::string_view::npos) return ToolCallFormat::kDeepSeekV31;
   if (source.find(kKimiK2.call_begin) != std::string_view::npos) return ToolCallFormat::kKimiK2;
@@ -286,7 +310,11 @@ ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text) {
     case ToolCallFormat::kHermes: return parse_hermes(text);
     case ToolCallFormat::kLlama3Json: return parse_whole(text, kPythonTag, false);
     case ToolCallFormat::kMistral: {
-      ParsedOutput out = parse_whole(text, kMistralTag, true);
+      // Nemo's JSON array, or Small 3.2's [TOOL_CALLS]name[ARGS]{...}.
+      std::string_view body = trim(text);
+      if (body.starts_with(kMistralTag)) body = trim(body.substr(kMistralTag.size()));
+      ParsedOutput out = body.starts_with("[") || !trim(text).starts_with(kMistralTag) ? parse_whole(text, kMistralTag, true)
+                                                                                      : parse_mistral_args(text);
       for (ToolCall& call : out.calls) call.id = mistral_call_id();
       return out;
     }

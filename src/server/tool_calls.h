@@ -3,7 +3,9 @@
 //   hermes       <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>
 //                (Qwen 2.5 / 3, QwQ, Hermes 2 Pro / 3)
 //   llama3_json  {"name": ..., "parameters": {...}}, the whole output (Llama 3.1-3.3)
-//   mistral      [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] (Mistral Nemo)
+//   mistral      [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] (Mistral Nemo), or
+//                [TOOL_CALLS]name[ARGS]{...} per call (Mistral Small 3.2; its
+//                required grammar still writes the array, which parses too)
 //   granite      <|tool_call|>[{"name": ..., "arguments": {...}}, ...] (Granite 3.x)
 //   deepseek_v31 <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>name<｜tool▁sep｜>{...}
 //                <｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (DeepSeek V3.1)

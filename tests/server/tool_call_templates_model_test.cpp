@@ -118,6 +118,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"meta-llama-Llama-3.2-3B-Instruct.jinja", ToolCallFormat::kLlama3Json, false},
                       Case{"meta-llama-Llama-3.3-70B-Instruct.jinja", ToolCallFormat::kLlama3Json, false},
                       Case{"mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolCallFormat::kMistral, true},
+                      Case{"Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolCallFormat::kMistral, true},
                       Case{"deepseek-ai-DeepSeek-V3.1.jinja", ToolCallFormat::kDeepSeekV31, true, false},
                       Case{"moonshotai-Kimi-K2.jinja", ToolCallFormat::kKimiK2, true}),
     [](const auto& info) {

@@ -80,6 +80,15 @@ TEST(ToolCallsTest, MistralArray) {
     EXPECT_TRUE(std::all_of(call.id.begin(), call.id.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)); }));
   }
   EXPECT_NE(out.calls[0].id, out.calls[1].id);
+  // Small 3.2's form, a call id or not.
+  const ParsedOutput small = parse_tool_calls(
+      ToolCallFormat::kMistral, "[TOOL_CALLS]get_weather[CALL_ID]abcdefghi[ARGS]{\"city\": \"Paris\"}"
+                                "[TOOL_CALLS]get_time[ARGS]{}");
+  ASSERT_EQ(small.calls.size(), 2u);
+  expect_call(small.calls[0], "get_weather", json{{"city", "Paris"}}, false);
+  expect_call(small.calls[1], "get_time", json::object(), false);
+  EXPECT_EQ(small.calls[1].id.size(), 9u);
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kMistral, "[TOOL_CALLS]f[ARGS]{\"a\":").calls.empty());
 }
 
 TEST(ToolCallsTest, GraniteArray) {
