@@ -37,13 +37,15 @@ bool has_tool(const ojson& tools, const std::string& name) {
 }  // namespace
 
 OptError normalize_tool_calls(ojson& message, size_t i, bool object_arguments) {
-  const auto calls = message.find("tool_calls");
-  if (calls == message.end() || calls->is_null()) return std::nullopt;
+  if (const auto found = message.find("tool_calls"); found == message.end() || found->is_null()) return std::nullopt;
   const std::string where = str_cat("messages[", i, "].tool_calls");
-  if (!calls->is_array()) return bad_request("messages", where + " must be a list");
-  // OpenAI's clients send content null beside tool_calls; templates read it
-  // as a string (Qwen3's: '</think>' in message.content).
+  if (!message["tool_calls"].is_array()) return bad_request("messages", where + " must be a list");
+  // OpenAI's clients send content null (or none) beside tool_calls;
+  // templates read it as a string (Qwen3's: '</think>' in message.content).
+  // Added before `calls` is taken: an ordered_json object is a vector, and
+  // a new member moves the others (the fuzzer found the dangling reference).
   if (!message.contains("content") || message["content"].is_null()) message["content"] = "";
+  ojson* calls = &message["tool_calls"];
   for (size_t k = 0; k < calls->size(); ++k) {
     ojson& call = (*calls)[k];
     const auto function = call.find("function");

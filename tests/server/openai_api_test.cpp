@@ -360,6 +360,12 @@ TEST_F(ChatApiTest, AssistantToolCallsAndToolMessages) {
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[]},
                                       {"role":"tool","content":"42"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"})"),
             "<ok>");
+  // No content at all beside the calls: it is added as "" (under ASan this
+  // read freed memory: the insertion moved the tool_calls member; found by
+  // openai_request_fuzz).
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c1",
+      "type":"function","function":{"name":"f","arguments":"{\"x\": 1}"}}]},{"role":"tool","content":"42"}]})"),
+            "<ok>");
   // A tool is {"type": "function", "function": {"name": ...}} (server/chat_tools.h).
   EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools")
                 .find("tools[0].function"),
