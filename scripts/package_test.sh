@@ -59,12 +59,7 @@ deb_version="$(dpkg-query -W -f='${Version}' zerolayer)"
 # Every ZEROLAYER_* that serve reads is listed in /etc/default/zerolayer, and
 # every one listed there is a flag's (or ZEROLAYER_LOG_LEVEL).
 step "/etc/default/zerolayer against serve --help"
-/usr/bin/zerolayer serve --help | grep -o 'Env:ZEROLAYER_[A-Z0-9_]*' | sed 's/^Env://' | sort -u >"$work/help_vars"
-sed -n 's/^#\(ZEROLAYER_[A-Z0-9_]*\)=.*/\1/p' /etc/default/zerolayer | sort -u >"$work/default_vars"
-missing="$(comm -23 "$work/help_vars" "$work/default_vars")"
-[ -z "$missing" ] || fail "not in /etc/default/zerolayer: $missing"
-unknown="$(comm -13 "$work/help_vars" "$work/default_vars" | grep -vx ZEROLAYER_LOG_LEVEL || true)"
-[ -z "$unknown" ] || fail "in /etc/default/zerolayer but no serve flag: $unknown"
+scripts/check_env_file.sh /usr/bin/zerolayer /etc/default/zerolayer || fail "/etc/default/zerolayer and serve --help differ"
 
 if command -v systemd-analyze >/dev/null; then
   step "systemd-analyze verify zerolayer.service"
