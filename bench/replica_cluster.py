@@ -31,6 +31,16 @@ MODEL = "dummy:tiny-4k"  # loads at once; 4096 tokens of context, vocabulary of 
 VOCAB = 512
 
 
+def terminate(proc, timeout):
+    """SIGTERM, then SIGKILL if it has not exited within `timeout` seconds."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -106,12 +116,7 @@ class Replica:
 
     def stop(self):
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            terminate(self.proc, 30)
         os.unlink(self.log.name)
         return self.proc.returncode
 
@@ -140,12 +145,7 @@ class Router:
         time.sleep(0.5)  # its event subscribers connect after readiness
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        terminate(self.proc, 10)
         os.unlink(self.log.name)
 
 

@@ -124,22 +124,26 @@ OptError convert_options(const ojson& j, ojson& chat) {
 
 std::string suffix(const std::string& id) { return id.substr(id.find('_') + 1); }
 
+ojson reasoning_item(const ResponseMeta& meta, const std::string& text) {
+  return {{"type", "reasoning"},
+          {"id", "rs_" + suffix(meta.id)},
+          {"status", "completed"},
+          {"summary", ojson::array()},
+          {"content", ojson::array({{{"type", "reasoning_text"}, {"text", text}}})}};
+}
+
+ojson message_item(const ResponseMeta& meta, const std::string& text) {
+  return {{"type", "message"},
+          {"id", "msg_" + suffix(meta.id)},
+          {"status", "completed"},
+          {"role", "assistant"},
+          {"content", ojson::array({{{"type", "output_text"}, {"text", text}, {"annotations", ojson::array()}}})}};
+}
+
 ojson output_items(const ResponseMeta& meta, const ChoiceOutput& c) {
   ojson items = ojson::array();
-  if (!c.reasoning.empty()) {
-    items.push_back({{"type", "reasoning"},
-                     {"id", "rs_" + suffix(meta.id)},
-                     {"status", "completed"},
-                     {"summary", ojson::array()},
-                     {"content", ojson::array({{{"type", "reasoning_text"}, {"text", c.reasoning}}})}});
-  }
-  if (!c.text.empty() || c.tool_calls.empty()) {
-    items.push_back({{"type", "message"},
-                     {"id", "msg_" + suffix(meta.id)},
-                     {"status", "completed"},
-                     {"role", "assistant"},
-                     {"content", ojson::array({{{"type", "output_text"}, {"text", c.text}, {"annotations", ojson::array()}}})}});
-  }
+  if (!c.reasoning.empty()) items.push_back(reasoning_item(meta, c.reasoning));
+  if (!c.text.empty() || c.tool_calls.empty()) items.push_back(message_item(meta, c.text));
   for (const ToolCall& call : c.tool_calls) {
     items.push_back({{"type", "function_call"}, {"id", "fc_" + suffix(call.id)}, {"call_id", call.id},
                      {"name", call.name}, {"arguments", call.arguments}, {"status", "completed"}});
@@ -299,15 +303,15 @@ std::string ResponseEventStream::add(const ChoiceOutput& piece) {
   whole_.reasoning += piece.reasoning;
   whole_.tool_calls.insert(whole_.tool_calls.end(), piece.tool_calls.begin(), piece.tool_calls.end());
   whole_.num_tokens = piece.num_tokens;
+  // Items are opened empty: the whole output is built once, at the finish.
   std::string out;
-  const ojson items = output_items(meta_, whole_);
   if (!piece.reasoning.empty()) {
-    if (!reasoning_at_) open(out, items[0], reasoning_at_);
+    if (!reasoning_at_) open(out, reasoning_item(meta_, ""), reasoning_at_);
     event(out, "response.reasoning_text.delta", {{"item_id", "rs_" + suffix(meta_.id)}, {"output_index", *reasoning_at_},
                                                  {"content_index", 0}, {"delta", piece.reasoning}});
   }
   if (!piece.text.empty()) {
-    if (!message_at_) open(out, items[reasoning_at_ ? 1 : 0], message_at_);
+    if (!message_at_) open(out, message_item(meta_, ""), message_at_);
     event(out, "response.output_text.delta", {{"item_id", "msg_" + suffix(meta_.id)}, {"output_index", *message_at_},
                                               {"content_index", 0}, {"delta", piece.text}});
   }
@@ -317,8 +321,7 @@ std::string ResponseEventStream::add(const ChoiceOutput& piece) {
 }
 
 // The reasoning and message items, as far as they came, done.
-void ResponseEventStream::close_text_items(std::string& out) {
-  const ojson items = output_items(meta_, whole_);
+void ResponseEventStream::close_text_items(std::string& out, const ojson& items) {
   if (reasoning_at_) {
     const ojson& item = items[*reasoning_at_];
     event(out, "response.reasoning_text.done",
@@ -343,8 +346,8 @@ std::string ResponseEventStream::finish() {
                          {"param", nullptr}});
     return out;
   }
-  close_text_items(out);
   const ojson items = output_items(meta_, whole_);
+  close_text_items(out, items);
   for (size_t i = num_items_; i < items.size(); ++i, ++num_items_) {  // the function calls
     const ojson& item = items[i];
     ojson started = item;

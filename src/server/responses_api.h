@@ -85,7 +85,7 @@ class ResponseEventStream {
  private:
   void event(std::string& out, const char* type, nlohmann::ordered_json data);
   void open(std::string& out, const nlohmann::ordered_json& item, std::optional<size_t>& at);
-  void close_text_items(std::string& out);
+  void close_text_items(std::string& out, const nlohmann::ordered_json& items);
   std::string finish();
 
   const ResponseMeta& meta_;
