@@ -1,9 +1,13 @@
 // An HTTP request body as the completions, chat, responses, tokenize and
 // detokenize routes read it (JSON, fields, ranges, prompts, chat
-// rendering), down to the response text of a parsed request.
+// rendering), down to the response text of a parsed request; and the same
+// bytes as a model's output, through every reasoning and tool-call parser
+// (a prompt can steer what a model writes), whole and in pieces.
 #include "jinja/chat_template.h"
 #include "server/openai_api.h"
+#include "server/reasoning.h"
 #include "server/responses_api.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -42,6 +46,25 @@ void responses_route(const Fixture& f, std::string_view body) {
 
 }  // namespace
 
+void model_output(std::string_view text) {
+  using zl::server::ToolCallFormat;
+  for (int f = 0; f <= static_cast<int>(ToolCallFormat::kHarmony); ++f) {
+    const auto format = static_cast<ToolCallFormat>(f);
+    (void)zl::server::parse_tool_calls(format, text);
+    zl::server::ToolCallStream stream(format);
+    size_t at = 0;
+    for (; at + 3 < text.size(); at += 3) (void)stream.feed(text.substr(at, 3));
+    (void)stream.finish(text.substr(at));
+  }
+  using zl::server::ReasoningFormat;
+  for (ReasoningFormat format : {ReasoningFormat::kThink, ReasoningFormat::kCommandR, ReasoningFormat::kHarmony}) {
+    zl::server::ReasoningSplitter splitter(format, text.size() % 2 == 1);
+    std::string reasoning, content;
+    for (size_t at = 0; at < text.size(); at += 2) splitter.feed(text.substr(at, 2), reasoning, content);
+    splitter.finish(reasoning, content);
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Fixture f;
   std::string_view body(reinterpret_cast<const char*>(data), size);
@@ -58,5 +81,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)zl::server::detokenize_body(body, *f.tokenizer, f.limits, out);
   (void)zl::server::apply_template_body(body, f.chat, out);
   responses_route(f, body);
+  model_output(body);
   return 0;
 }

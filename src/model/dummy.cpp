@@ -62,9 +62,11 @@ std::vector<Preset> presets() {
   moe_small.expert_hidden_dim = 384;
   return {
       {"tiny", make_config(512, 128, 4, 4, 2, 344, 1024, false)},
-      // tiny's shape with a 4096-token context: room for chat templates'
-      // tool prompts, a byte a token.
+      // tiny's shape with a 4096- and a 16384-token context: room for chat
+      // templates' tool prompts, a byte a token (Command R7B's preamble
+      // alone is 6,400).
       {"tiny-4k", make_config(512, 128, 4, 4, 2, 344, 4096, false)},
+      {"tiny-16k", make_config(512, 128, 4, 4, 2, 344, 16384, false)},
       {"tiny-moe", tiny_moe},
       {"moe-small", moe_small},
       {"tiny-window", tiny_window},

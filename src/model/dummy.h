@@ -15,7 +15,8 @@
 
 namespace zl {
 
-// "tiny" (~1M parameters), "tiny-4k" (tiny with a 4096-token context),
+// "tiny" (~1M parameters), "tiny-4k" and "tiny-16k" (tiny with a 4096- and
+// a 16384-token context),
 // "tiny-window" (tiny with three sliding-window
 // layers of 40 positions and one full), "llama-110m" (stories110M's shape),
 // "llama-1b" (Llama-3.2-1B's shape).

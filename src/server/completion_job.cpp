@@ -93,7 +93,8 @@ void CompletionJob::start() {
   const size_t total = request_.prompts.size() * n;
   choices_.resize(total);
   finished_.assign(total, 0);
-  if (request_.reasoning) reasoning_.assign(total, ReasoningSplitter(request_.reasoning_opened));
+  if (request_.reasoning) reasoning_.assign(total, ReasoningSplitter(*request_.reasoning, request_.reasoning_opened));
+  if (request_.tool_format) tool_streams_.assign(total, ToolCallStream(*request_.tool_format));
   context_.registry->add(shared_from_this());
   for (size_t index = 0; index < total; ++index) {
     Request r = make_engine_request(request_, index / n, static_cast<int32_t>(index % n));
@@ -234,20 +235,15 @@ void CompletionJob::split_reasoning(size_t index, ChoiceOutput& c) {
 // With a tool parser, text that may begin a call waits in `held`; at the
 // end the held text is parsed into content and calls (after the reasoning
 // is split off: a call is looked for in the content only).
-void CompletionJob::hold_tool_calls(ChoiceOutput& c) {
-  const ToolCallFormat format = *request_.tool_format;
-  c.held += c.text;
-  c.text.clear();
-  if (c.finish) {
-    ParsedOutput parsed = parse_tool_calls(format, c.held);
-    c.text = std::move(parsed.content);
-    c.tool_calls = std::move(parsed.calls);
-    c.held.clear();
+void CompletionJob::hold_tool_calls(size_t index, ChoiceOutput& c) {
+  ToolCallStream& stream = tool_streams_[index];
+  if (!c.finish) {
+    c.text = stream.feed(c.text);
     return;
   }
-  const size_t n = streamable_prefix(format, c.held);
-  c.text = c.held.substr(0, n);
-  c.held.erase(0, n);
+  ParsedOutput parsed = stream.finish(c.text);
+  c.text = std::move(parsed.content);
+  c.tool_calls = std::move(parsed.calls);
 }
 
 // One chunk per token, as vLLM streams, even when several arrived in one
@@ -281,7 +277,7 @@ void CompletionJob::write_stream_pieces() {
     // stream is a response's, whose deltas carry text, not tokens).
     const bool per_token = !request_.tool_format && !response_events_ && c.token_ids.size() > 1;
     if (request_.reasoning && !per_token) split_reasoning(i, c);
-    if (request_.tool_format) hold_tool_calls(c);
+    if (request_.tool_format) hold_tool_calls(i, c);
     if (c.text.empty() && c.token_ids.empty() && !c.finish) continue;
     if (response_events_) {
       // Text held back (a possible tool call) may leave no event, and no chunk.
@@ -309,7 +305,7 @@ void CompletionJob::write_stream_pieces() {
 void CompletionJob::answer_whole() {
   for (size_t i = 0; i < choices_.size(); ++i) {
     if (request_.reasoning) split_reasoning(i, choices_[i]);
-    if (request_.tool_format) hold_tool_calls(choices_[i]);
+    if (request_.tool_format) hold_tool_calls(i, choices_[i]);
   }
   for (const ChoiceOutput& c : choices_) {
     if (c.finish && c.finish->reason == FinishReason::kError) {

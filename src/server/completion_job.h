@@ -95,7 +95,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void on_disconnect();
   void write_stream_pieces();
   void split_reasoning(size_t index, ChoiceOutput& c);
-  void hold_tool_calls(ChoiceOutput& c);
+  void hold_tool_calls(size_t index, ChoiceOutput& c);
   void write_token_chunks(int32_t index, const ChoiceOutput& c);
   void answer_response();
   void store_response(const ChoiceOutput& whole);
@@ -114,6 +114,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   std::vector<ChoiceOutput> choices_;  // streaming: what arrived since the last chunk
   std::vector<uint8_t> finished_;
   std::vector<ReasoningSplitter> reasoning_;  // per choice, with a reasoning parser
+  std::vector<ToolCallStream> tool_streams_;  // per choice, with a tool parser: text held while it may be a call
   std::unique_ptr<ResponseEventStream> response_events_;  // a streamed POST /v1/responses
   size_t num_finished_ = 0;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;

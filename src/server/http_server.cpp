@@ -167,7 +167,8 @@ void HttpServer::Impl::choose_output_parsers() {
   } else if (config.reasoning_parser != "none") {
     chat.reasoning_format = reasoning_format_named(config.reasoning_parser);
   }
-  if (chat.reasoning_format) log_info("http: reasoning (<think> ... </think>) parsed out of chat outputs");
+  if (chat.reasoning_format)
+    log_info("http: reasoning (", reasoning_format_description(*chat.reasoning_format), ") parsed out of chat outputs");
 }
 
 void HttpServer::Impl::attach(Engine& e) {

@@ -51,11 +51,11 @@ struct HttpServerConfig {
   std::string tokenizer_path;
   // How tool calls are read from chat outputs: "auto" (from the template's
   // source), "none", or a name of server/tool_calls.h (vLLM's
-  // --tool-call-parser names: hermes, llama3_json, mistral).
+  // --tool-call-parser names where it has them: hermes, llama3_json, ...).
   std::string tool_call_parser = "auto";
   // How reasoning is read from chat outputs: "auto" (on when the template
-  // knows <think> ... </think>), "none", or vLLM's --reasoning-parser names
-  // of server/reasoning.h (deepseek_r1, qwen3).
+  // knows a syntax), "none", or vLLM's --reasoning-parser names of
+  // server/reasoning.h (deepseek_r1, qwen3, openai_gptoss, ...).
   std::string reasoning_parser = "auto";
   // The engine's device: for cuda:N, /metrics adds that GPU's NVML counters
   // (zerolayer:gpu_*) when NVML loads; nvml_library names its file ("": the

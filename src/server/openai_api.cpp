@@ -504,8 +504,12 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   if (OptError e = check_room(ids.size(), out.max_tokens, limits, "messages")) return e;
   out.prompts.push_back(std::move(ids));
   add_end_of_turn_stops(chat.loaded, out.ignore_eos, out.stop_token_ids);
-  out.reasoning = chat.reasoning_format && out.structured_output.kind == StructuredOutput::Kind::kNone;
-  out.reasoning_opened = out.reasoning && prompt_opens_reasoning(prompt->text);
+  if (chat.reasoning_format && out.structured_output.kind == StructuredOutput::Kind::kNone) {
+    out.reasoning = chat.reasoning_format;
+    out.reasoning_opened = prompt_opens_reasoning(*out.reasoning, prompt->text);
+    // Command R's and harmony's markers are special tokens: the splitter reads them.
+    if (marked_by_special_tokens(*out.reasoning) && !j.contains("skip_special_tokens")) out.skip_special_tokens = false;
+  }
   if (rendered) *rendered = std::move(prompt->text);
   return std::nullopt;
 }

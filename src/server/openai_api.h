@@ -83,9 +83,9 @@ struct CompletionRequest {
   std::optional<ToolCallFormat> tool_format;
   // Chat with a reasoning parser (server/reasoning.h), not constrained by a
   // grammar (which holds from the first token, so there is no reasoning):
-  // the output's <think> part goes to "reasoning"; reasoning_opened: the
-  // rendered prompt ends inside it.
-  bool reasoning = false;
+  // the output's reasoning part goes to "reasoning"; reasoning_opened: the
+  // prompt leaves the output inside it.
+  std::optional<ReasoningFormat> reasoning;
   bool reasoning_opened = false;
   // Set for POST /v1/responses (run as this chat request, answered as a response).
   std::shared_ptr<const ResponsesRequest> responses;
@@ -140,10 +140,7 @@ struct ChoiceOutput {
   int64_t num_tokens = 0;                  // generated so far, this piece's included
   std::vector<std::vector<TokenLogprob>> top_logprobs;
   int64_t text_offset = 0;                 // bytes of text before this piece (logprobs.text_offset)
-  // Chat with a tool parser: streamed text held back while it may be a call,
-  // and the calls parsed at the end.
-  std::string held;
-  std::vector<ToolCall> tool_calls;
+  std::vector<ToolCall> tool_calls;        // chat with a tool parser: the calls parsed at the end
   std::string reasoning;                   // chat with a reasoning parser: the <think> part
 
   std::optional<FinishEvent> finish;

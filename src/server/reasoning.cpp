@@ -5,9 +5,20 @@
 namespace zl::server {
 namespace {
 
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
 constexpr std::string_view kBlank = " \t\r\n";
+
+struct Tags {
+  std::string_view open, close;
+};
+constexpr Tags kThinkTags{"<think>", "</think>"};
+constexpr Tags kCommandRTags{"<|START_THINKING|>", "<|END_THINKING|>"};
+constexpr std::string_view kResponseBegin = "<|START_RESPONSE|>", kResponseEnd = "<|END_RESPONSE|>";
+
+constexpr std::string_view kHarmonyStart = "<|start|>", kHarmonyMessage = "<|message|>";
+constexpr std::string_view kHarmonyAnalysis = "<|channel|>analysis";
+constexpr std::string_view kHarmonyEnd = "<|end|>", kHarmonyCall = "<|call|>", kHarmonyReturn = "<|return|>";
+
+const Tags& tags_of(ReasoningFormat format) { return format == ReasoningFormat::kCommandR ? kCommandRTags : kThinkTags; }
 
 // The longest suffix of `text` that is a proper prefix of `tag`: bytes that
 // may be the tag's start, cut by a token boundary.
@@ -21,62 +32,128 @@ size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
 
 std::optional<ReasoningFormat> reasoning_format_named(std::string_view name) {
   if (name == "deepseek_r1" || name == "qwen3") return ReasoningFormat::kThink;
+  if (name == "command_r7b") return ReasoningFormat::kCommandR;
+  if (name == "openai_gptoss") return ReasoningFormat::kHarmony;
   return std::nullopt;
 }
 
-std::string reasoning_format_names() { return "deepseek_r1, qwen3"; }
+std::string reasoning_format_names() { return "deepseek_r1, qwen3, command_r7b, openai_gptoss"; }
 
-std::optional<ReasoningFormat> detect_reasoning_format(std::string_view template_source) {
-  if (template_source.find(kOpen) != std::string_view::npos && template_source.find(kClose) != std::string_view::npos)
-    return ReasoningFormat::kThink;
+const char* reasoning_format_description(ReasoningFormat format) {
+  switch (format) {
+    case ReasoningFormat::kThink: return "<think> ... </think>";
+    case ReasoningFormat::kCommandR: return "<|START_THINKING|> ... <|END_THINKING|>";
+    case ReasoningFormat::kHarmony: return "harmony's analysis channel";
+  }
+  return "";
+}
+
+std::optional<ReasoningFormat> detect_reasoning_format(std::string_view source) {
+  if (source.find(kHarmonyAnalysis) != std::string_view::npos) return ReasoningFormat::kHarmony;
+  for (ReasoningFormat format : {ReasoningFormat::kThink, ReasoningFormat::kCommandR}) {
+    const Tags& tags = tags_of(format);
+    if (source.find(tags.open) != std::string_view::npos && source.find(tags.close) != std::string_view::npos)
+      return format;
+  }
   return std::nullopt;
 }
 
-bool prompt_opens_reasoning(std::string_view prompt) {
+bool marked_by_special_tokens(ReasoningFormat format) { return format != ReasoningFormat::kThink; }
+
+bool prompt_opens_reasoning(ReasoningFormat format, std::string_view prompt) {
+  if (format == ReasoningFormat::kHarmony) return false;
   const size_t end = prompt.find_last_not_of(kBlank);
-  return end != std::string_view::npos && prompt.substr(0, end + 1).ends_with(kOpen);
+  return end != std::string_view::npos && prompt.substr(0, end + 1).ends_with(tags_of(format).open);
 }
 
 void ReasoningSplitter::feed(std::string_view text, std::string& reasoning, std::string& content) {
   held_ += text;
+  if (format_ == ReasoningFormat::kHarmony) return feed_harmony(reasoning, content);
+  feed_tagged(reasoning, content);
+}
+
+std::optional<std::string_view> ReasoningSplitter::take_until(std::string& to,
+                                                              std::initializer_list<std::string_view> ends) {
+  size_t at = std::string::npos;
+  std::string_view found;
+  for (std::string_view end : ends)
+    if (const size_t pos = held_.find(end); pos < at) at = pos, found = end;
+  if (at != std::string::npos) {
+    to.append(held_, 0, at);
+    held_.erase(0, at + found.size());
+    return found;
+  }
+  size_t partial = 0;
+  for (std::string_view end : ends) partial = std::max(partial, partial_tag_suffix(held_, end));
+  to.append(held_, 0, held_.size() - partial);
+  held_.erase(0, held_.size() - partial);
+  return std::nullopt;
+}
+
+void ReasoningSplitter::feed_tagged(std::string& reasoning, std::string& content) {
+  const Tags& tags = tags_of(format_);
   for (;;) {
     switch (state_) {
       case State::kStart: {
         const size_t first = held_.find_first_not_of(kBlank);
         if (first == std::string::npos) return;  // blank so far
         const std::string_view rest = std::string_view(held_).substr(first);
-        if (rest.starts_with(kOpen)) {
-          held_.erase(0, first + kOpen.size());
+        if (rest.starts_with(tags.open)) {
+          held_.erase(0, first + tags.open.size());
           state_ = State::kReasoning;
-        } else if (kOpen.starts_with(rest)) {
+        } else if (tags.open.starts_with(rest)) {
           return;  // "<thi": wait
         } else {
           state_ = starts_inside_ ? State::kReasoning : State::kContent;
         }
         break;
       }
-      case State::kReasoning: {
-        if (const size_t close = held_.find(kClose); close != std::string::npos) {
-          reasoning.append(held_, 0, close);
-          held_.erase(0, close + kClose.size());
-          state_ = State::kContent;
-          break;
-        }
-        const size_t ready = held_.size() - partial_tag_suffix(held_, kClose);
-        reasoning.append(held_, 0, ready);
-        held_.erase(0, ready);
-        return;
-      }
+      case State::kReasoning:
+        if (!take_until(reasoning, {tags.close})) return;
+        state_ = State::kContent;
+        break;
       case State::kContent:
-        content += held_;
-        held_.clear();
-        return;
+      case State::kCall:
+        if (format_ == ReasoningFormat::kThink) {
+          content += held_;
+          held_.clear();
+          return;
+        }
+        // Command R: the text's response markers are dropped.
+        if (!take_until(content, {kResponseBegin, kResponseEnd})) return;
+        break;
     }
   }
 }
 
+void ReasoningSplitter::feed_harmony(std::string& reasoning, std::string& content) {
+  for (;;) {
+    if (state_ == State::kStart) {  // a header: [<|start|>]role and channel, to=recipient, <|message|>
+      if (held_.starts_with(kHarmonyStart)) held_.erase(0, kHarmonyStart.size());
+      if (!held_.empty() && kHarmonyStart.starts_with(held_)) return;
+      const size_t message = held_.find(kHarmonyMessage);
+      if (message == std::string::npos) return;
+      const std::string_view header = std::string_view(held_).substr(0, message);
+      if (header.find("to=") != std::string_view::npos) {
+        content.append(kHarmonyStart).append(header).append(kHarmonyMessage);  // the tool parser's
+        state_ = State::kCall;
+      } else {
+        state_ = header.find(kHarmonyAnalysis) != std::string_view::npos ? State::kReasoning : State::kContent;
+      }
+      held_.erase(0, message + kHarmonyMessage.size());
+      continue;
+    }
+    std::string& to = state_ == State::kReasoning ? reasoning : content;
+    const std::optional<std::string_view> end = take_until(to, {kHarmonyEnd, kHarmonyCall, kHarmonyReturn});
+    if (!end) return;
+    if (state_ == State::kCall) content += *end;
+    state_ = State::kStart;
+  }
+}
+
 void ReasoningSplitter::finish(std::string& reasoning, std::string& content) {
-  const bool in_reasoning = state_ == State::kReasoning || (state_ == State::kStart && starts_inside_);
+  const bool in_reasoning = state_ == State::kReasoning ||
+                            (state_ == State::kStart && starts_inside_ && format_ != ReasoningFormat::kHarmony);
   (in_reasoning ? reasoning : content) += held_;
   held_.clear();
 }

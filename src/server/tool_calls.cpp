@@ -1,6 +1,8 @@
 #include "server/tool_calls.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <random>
 
@@ -15,6 +17,15 @@ constexpr std::string_view kHermesEnd = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr std::string_view kMistralTag = "[TOOL_CALLS]";
 constexpr std::string_view kGraniteTag = "<|tool_call|>";
+constexpr std::string_view kFunctionarySep = ">>>";
+constexpr std::string_view kFunctionaryText = "all";
+constexpr std::string_view kActionBegin = "<|START_ACTION|>";
+constexpr std::string_view kActionEnd = "<|END_ACTION|>";
+constexpr std::string_view kResponseMarkers[] = {"<|START_RESPONSE|>", "<|END_RESPONSE|>"};
+constexpr std::string_view kHarmonyStart = "<|start|>";
+constexpr std::string_view kHarmonyMessage = "<|message|>";
+constexpr std::string_view kHarmonyEnds[] = {"<|end|>", "<|call|>", "<|return|>"};
+constexpr std::string_view kHarmonyFunctions = "functions.";
 
 // Calls between markers: [section_begin] (call_begin name name_end
 // arguments call_end)+ [section_end].
@@ -39,6 +50,8 @@ std::string_view trim(std::string_view s) {
   if (begin == std::string_view::npos) return {};
   return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
 }
+
+std::string dump_object(const json& args) { return args.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // 64 bits unique in the process: a process-wide random start, then a
 // counter through splitmix64.
@@ -73,10 +86,10 @@ std::string next_call_id() {
   return buf;
 }
 
-// {"name": "...", <args_key>: {...}} as a call; arguments may also come as a JSON string.
-std::optional<ToolCall> call_from_json(const json& j, const char* args_key) {
+// {<name_key>: "...", <args_key>: {...}} as a call; arguments may also come as a JSON string.
+std::optional<ToolCall> call_from_json(const json& j, const char* args_key, const char* name_key = "name") {
   if (!j.is_object()) return std::nullopt;
-  const auto name = j.find("name");
+  const auto name = j.find(name_key);
   if (name == j.end() || !name->is_string() || name->get_ref<const std::string&>().empty()) return std::nullopt;
   auto args = j.find(args_key);
   if (args == j.end()) args = j.find("arguments");
@@ -85,9 +98,9 @@ std::optional<ToolCall> call_from_json(const json& j, const char* args_key) {
     if (args->is_string()) {
       json parsed = json::parse(args->get_ref<const std::string&>(), nullptr, false);
       if (!parsed.is_object()) return std::nullopt;
-      call.arguments = parsed.dump(-1, ' ', false, json::error_handler_t::replace);
+      call.arguments = dump_object(parsed);
     } else if (args->is_object()) {
-      call.arguments = args->dump(-1, ' ', false, json::error_handler_t::replace);
+      call.arguments = dump_object(*args);
     } else {
       return std::nullopt;
     }
@@ -146,7 +159,7 @@ ParsedOutput parse_tagged(const TaggedSyntax& s, std::string_view text) {
     const json args = json::parse(trim(text.substr(args_at, call_end - args_at)), nullptr, false);
     const std::string_view name = call_name(s, text.substr(name_at, name_end - name_at));
     if (name.empty() || !args.is_object()) return ParsedOutput{std::string(text), {}};
-    out.calls.push_back({next_call_id(), std::string(name), args.dump(-1, ' ', false, json::error_handler_t::replace)});
+    out.calls.push_back({next_call_id(), std::string(name), dump_object(args)});
     pos = std::min(call_end + s.call_end.size(), text.size());
   }
   if (out.calls.empty()) return ParsedOutput{std::string(text), {}};
@@ -172,7 +185,7 @@ ParsedOutput parse_mistral_args(std::string_view text) {
     const json args = json::parse(trim(body.substr(args_marker + kArgs.size(), next - args_marker - kArgs.size())),
                                   nullptr, false);
     if (name.empty() || !args.is_object()) return ParsedOutput{std::string(text), {}};
-    out.calls.push_back({"", std::string(name), args.dump(-1, ' ', false, json::error_handler_t::replace)});
+    out.calls.push_back({"", std::string(name), dump_object(args)});
     pos = next;
   }
   return out;
@@ -214,6 +227,114 @@ ParsedOutput parse_whole(std::string_view text, std::string_view tag, bool array
   return out;
 }
 
+bool is_function_name(std::string_view s) {
+  if (s.empty()) return false;
+  for (char ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') return false;
+  return true;
+}
+
+// Functionary v3.2: messages "recipient\nbody" joined by ">>>" (the first
+// message's ">>>" ends the prompt). "all" is text; a name with a JSON object
+// body is a call; anything else leaves the whole output content.
+ParsedOutput parse_functionary(std::string_view text) {
+  std::string_view rest = text;
+  if (rest.starts_with(kFunctionarySep)) rest.remove_prefix(kFunctionarySep.size());
+  ParsedOutput out;
+  for (;;) {
+    const size_t next = rest.find(kFunctionarySep);
+    const std::string_view message = rest.substr(0, next);
+    const size_t newline = message.find('\n');
+    const std::string_view recipient = message.substr(0, newline);
+    if (recipient == kFunctionaryText) {
+      if (newline != std::string_view::npos) out.content += message.substr(newline + 1);
+    } else {
+      if (newline == std::string_view::npos || !is_function_name(recipient)) return ParsedOutput{std::string(text), {}};
+      const json args = json::parse(trim(message.substr(newline + 1)), nullptr, false);
+      if (!args.is_object()) return ParsedOutput{std::string(text), {}};
+      out.calls.push_back({next_call_id(), std::string(recipient), dump_object(args)});
+    }
+    if (next == std::string_view::npos) break;
+    rest.remove_prefix(next + kFunctionarySep.size());
+  }
+  if (!out.calls.empty()) out.content = std::string(trim(out.content));
+  return out;
+}
+
+// Removes Command R7B's response markers from text that is content.
+std::string without_response_markers(std::string_view text) {
+  std::string out(text);
+  for (std::string_view marker : kResponseMarkers)
+    for (size_t at = out.find(marker); at != std::string::npos; at = out.find(marker, at)) out.erase(at, marker.size());
+  return out;
+}
+
+// Command R7B: text in response markers, calls as one JSON array of
+// {"tool_call_id", "tool_name", "parameters"} between action markers.
+ParsedOutput parse_command_r7b(std::string_view text) {
+  const size_t action = text.find(kActionBegin);
+  if (action == std::string_view::npos) return ParsedOutput{without_response_markers(text), {}};
+  const size_t body_at = action + kActionBegin.size();
+  const size_t end = std::min(text.find(kActionEnd, body_at), text.size());  // cut off: to the end
+  const json list = json::parse(trim(text.substr(body_at, end - body_at)), nullptr, false);
+  if (!list.is_array() || list.empty()) return ParsedOutput{std::string(text), {}};
+  ParsedOutput out;
+  for (const json& item : list) {
+    std::optional<ToolCall> call = call_from_json(item, "parameters", "tool_name");
+    if (!call) return ParsedOutput{std::string(text), {}};
+    out.calls.push_back(std::move(*call));
+  }
+  const std::string_view after = end < text.size() ? text.substr(end + kActionEnd.size()) : std::string_view{};
+  out.content = std::string(trim(without_response_markers(std::string(text.substr(0, action)) + std::string(after))));
+  return out;
+}
+
+// The recipient in a harmony message's header ("assistant to=functions.f<|channel|>commentary json"
+// or "<|channel|>commentary to=functions.f <|constrain|>json"): "functions.f", or empty.
+std::string_view harmony_recipient(std::string_view header) {
+  const size_t to = header.find("to=");
+  if (to == std::string_view::npos) return {};
+  const std::string_view rest = header.substr(to + 3);
+  return rest.substr(0, std::min(rest.find_first_of(" \t\n<"), rest.size()));
+}
+
+// gpt-oss: messages [<|start|>]header<|message|>body<|end|> (or <|call|>,
+// <|return|>, or the output's end). A message with a functions.* recipient
+// is a call whose body is the arguments; others' bodies are text, and text
+// outside any message stays as it is.
+ParsedOutput parse_harmony(std::string_view text) {
+  ParsedOutput out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t next = text.find(kHarmonyStart, pos + (text.substr(pos).starts_with(kHarmonyStart) ? 1 : 0));
+    if (next == std::string_view::npos) next = text.size();
+    std::string_view segment = text.substr(pos, next - pos);
+    pos = next;
+    if (segment.starts_with(kHarmonyStart)) segment.remove_prefix(kHarmonyStart.size());
+    const size_t message = segment.find(kHarmonyMessage);
+    if (message == std::string_view::npos) {
+      out.content += segment;
+      continue;
+    }
+    std::string_view body = segment.substr(message + kHarmonyMessage.size());
+    size_t end = body.size();
+    for (std::string_view marker : kHarmonyEnds) end = std::min(end, body.find(marker));
+    body = body.substr(0, end);
+    const std::string_view recipient = harmony_recipient(segment.substr(0, message));
+    if (recipient.empty()) {
+      out.content += body;
+      continue;
+    }
+    const json args = json::parse(trim(body), nullptr, false);
+    std::string_view name = recipient;
+    if (name.starts_with(kHarmonyFunctions)) name.remove_prefix(kHarmonyFunctions.size());
+    if (name.empty() || !args.is_object()) return ParsedOutput{std::string(text), {}};
+    out.calls.push_back({next_call_id(), std::string(name), dump_object(args)});
+  }
+  if (!out.calls.empty()) out.content = std::string(trim(out.content));
+  return out;
+}
+
 // How much of `text`'s end could be the start of `marker`.
 size_t partial_marker_at_end(std::string_view text, std::string_view marker) {
   for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
@@ -221,7 +342,7 @@ size_t partial_marker_at_end(std::string_view text, std::string_view marker) {
   return 0;
 }
 
-std::string quoted(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string quoted(const std::string& s) { return dump_object(json(s)); }
 
 ojson tag_for(ToolCallFormat format, const ojson& tool) {
   const ojson& function = tool.at("function");
@@ -243,6 +364,17 @@ ojson tag_for(ToolCallFormat format, const ojson& tool) {
       begin = "{\"name\": " + quoted(name) + ", \"arguments\": ";
       end = "}";
       break;
+    case ToolCallFormat::kFunctionaryV32:  // the prompt ends with ">>>"; calls are joined by it
+      begin = name + "\n";
+      break;
+    case ToolCallFormat::kCommandR7b:
+      begin = "{\"tool_call_id\": \"0\", \"tool_name\": " + quoted(name) + ", \"parameters\": ";
+      end = "}";
+      break;
+    case ToolCallFormat::kHarmony:  // the prompt ends with "<|start|>assistant"
+      begin = "<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>";
+      end = "<|call|>";
+      break;
     case ToolCallFormat::kDeepSeekV31:
     case ToolCallFormat::kKimiK2: {
       const TaggedSyntax& s = *tagged_syntax(format);
@@ -260,9 +392,10 @@ ojson tag_for(ToolCallFormat format, const ojson& tool) {
 
 }  // namespace
 
-constexpr ToolCallFormat kFormats[] = {ToolCallFormat::kHermes,  ToolCallFormat::kLlama3Json,
-                                       ToolCallFormat::kMistral, ToolCallFormat::kGranite,
-                                       ToolCallFormat::kDeepSeekV31, ToolCallFormat::kKimiK2};
+constexpr ToolCallFormat kFormats[] = {
+    ToolCallFormat::kHermes,      ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
+    ToolCallFormat::kGranite,     ToolCallFormat::kDeepSeekV31, ToolCallFormat::kKimiK2,
+    ToolCallFormat::kFunctionaryV32, ToolCallFormat::kCommandR7b, ToolCallFormat::kHarmony};
 
 std::optional<ToolCallFormat> tool_call_format_named(std::string_view name) {
   for (ToolCallFormat format : kFormats)
@@ -278,6 +411,9 @@ const char* tool_call_format_name(ToolCallFormat format) {
     case ToolCallFormat::kGranite: return "granite";
     case ToolCallFormat::kDeepSeekV31: return "deepseek_v31";
     case ToolCallFormat::kKimiK2: return "kimi_k2";
+    case ToolCallFormat::kFunctionaryV32: return "functionary_v3_2";
+    case ToolCallFormat::kCommandR7b: return "command_r7b";
+    case ToolCallFormat::kHarmony: return "openai";
   }
   return "hermes";
 }
@@ -289,10 +425,14 @@ std::string tool_call_format_names() {
 }
 
 bool marked_by_special_tokens(ToolCallFormat format) {
-  return format != ToolCallFormat::kHermes && format != ToolCallFormat::kLlama3Json;
+  return format != ToolCallFormat::kHermes && format != ToolCallFormat::kLlama3Json &&
+         format != ToolCallFormat::kFunctionaryV32;
 }
 
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view source) {
+  if (source.find(">>>all") != std::string_view::npos) return ToolCallFormat::kFunctionaryV32;
+  if (source.find(kActionBegin) != std::string_view::npos) return ToolCallFormat::kCommandR7b;
+  if (source.find("<|channel|>commentary") != std::string_view::npos) return ToolCallFormat::kHarmony;
   if (source.find("<tool_call>") != std::string_view::npos) return ToolCallFormat::kHermes;
   if (source.find("[TOOL_CALLS][") != std::string_view::npos || source.find("[ARGS]") != std::string_view::npos)
     return ToolCallFormat::kMistral;
@@ -321,11 +461,28 @@ ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text) {
     case ToolCallFormat::kGranite: return parse_whole(text, kGraniteTag, true);
     case ToolCallFormat::kDeepSeekV31:
     case ToolCallFormat::kKimiK2: return parse_tagged(*tagged_syntax(format), text);
+    case ToolCallFormat::kFunctionaryV32: return parse_functionary(text);
+    case ToolCallFormat::kCommandR7b: return parse_command_r7b(text);
+    case ToolCallFormat::kHarmony: return parse_harmony(text);
   }
   return ParsedOutput{std::string(text), {}};
 }
 
 size_t streamable_prefix(ToolCallFormat format, std::string_view text) {
+  if (format == ToolCallFormat::kHarmony) {  // text until a message's markup begins
+    const size_t begin = text.find("<|");
+    return begin != std::string_view::npos ? begin : text.size() - (text.ends_with('<') ? 1 : 0);
+  }
+  if (format == ToolCallFormat::kCommandR7b) {  // text until the action; a marker cut at the end waits
+    if (const size_t begin = text.find(kActionBegin); begin != std::string_view::npos) return begin;
+    size_t held = partial_marker_at_end(text, kActionBegin);
+    for (std::string_view marker : kResponseMarkers) held = std::max(held, partial_marker_at_end(text, marker));
+    return text.size() - held;
+  }
+  if (format == ToolCallFormat::kFunctionaryV32) {  // text (after an "all" line) until the next message
+    const size_t begin = text.find(kFunctionarySep);
+    return begin != std::string_view::npos ? begin : text.size() - partial_marker_at_end(text, kFunctionarySep);
+  }
   if (format == ToolCallFormat::kHermes || tagged_syntax(format)) {
     // Content until the first call (or section) begins.
     const std::string_view marker = format == ToolCallFormat::kHermes ? kHermesBegin : tagged_syntax(format)->section_begin;
@@ -349,16 +506,19 @@ std::string tool_call_structural_tag(ToolCallFormat format, const ojson& tools, 
   for (const ojson& tool : tools)
     if (only.empty() || tool.at("function").at("name") == only) tags.push_back(tag_for(format, tool));
   const TaggedSyntax* tagged = tagged_syntax(format);
-  const char* separator = format == ToolCallFormat::kHermes       ? "\n"
-                          : format == ToolCallFormat::kLlama3Json ? "; "
-                          : tagged                                 ? ""
-                                                                   : ", ";
+  const char* separator = format == ToolCallFormat::kHermes           ? "\n"
+                          : format == ToolCallFormat::kLlama3Json     ? "; "
+                          : format == ToolCallFormat::kFunctionaryV32 ? ">>>"
+                          : format == ToolCallFormat::kHarmony        ? "<|start|>assistant"
+                          : tagged                                     ? ""
+                                                                       : ", ";
   ojson body{{"type", "tags_with_separator"}, {"tags", tags}, {"separator", separator},
              {"at_least_one", true}, {"stop_after_first", false}};
   // Around the calls: a JSON array (mistral, granite), or a section's markers.
   std::string open, close;
   if (format == ToolCallFormat::kMistral) open = "[", close = "]";
   if (format == ToolCallFormat::kGranite) open = std::string(kGraniteTag) + "[", close = "]";
+  if (format == ToolCallFormat::kCommandR7b) open = std::string(kActionBegin) + "[", close = "]" + std::string(kActionEnd);
   if (tagged) open = tagged->section_begin, close = tagged->section_end;
   if (!open.empty()) {
     body = ojson{{"type", "sequence"},
@@ -366,6 +526,35 @@ std::string tool_call_structural_tag(ToolCallFormat format, const ojson& tools, 
                                             ojson{{"type", "const_string"}, {"value", close}}})}};
   }
   return ojson{{"type", "structural_tag"}, {"format", body}}.dump();
+}
+
+std::string ToolCallStream::feed(std::string_view text) {
+  held_ += text;
+  if (format_ == ToolCallFormat::kFunctionaryV32 && lead_ != Lead::kContent) {
+    // The first line names the first message's recipient: "all" is text
+    // (the line itself is markup), any other a call, held to the end.
+    if (lead_ == Lead::kCalls) return {};
+    const size_t newline = held_.find('\n');
+    if (newline == std::string::npos) return {};
+    lead_ = std::string_view(held_).substr(0, newline) == kFunctionaryText ? Lead::kContent : Lead::kCalls;
+    if (lead_ == Lead::kCalls) return {};
+    held_.erase(0, newline + 1);
+  }
+  const size_t n = streamable_prefix(format_, held_);
+  std::string out = held_.substr(0, n);
+  held_.erase(0, n);
+  if (format_ == ToolCallFormat::kFunctionaryV32 && held_.starts_with(kFunctionarySep)) lead_ = Lead::kCalls;
+  if (format_ == ToolCallFormat::kCommandR7b) out = without_response_markers(out);
+  return out;
+}
+
+ParsedOutput ToolCallStream::finish(std::string_view last) {
+  held_ += last;
+  // functionary_v3_2 in text with no ">>>" since: the rest is that text.
+  if (format_ == ToolCallFormat::kFunctionaryV32 && lead_ == Lead::kContent) held_.insert(0, "all\n");
+  ParsedOutput out = parse_tool_calls(format_, held_);
+  held_.clear();
+  return out;
 }
 
 }  // namespace zl::server

@@ -11,11 +11,21 @@
 //                <｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (DeepSeek V3.1)
 //   kimi_k2      <|tool_calls_section_begin|><|tool_call_begin|>functions.name:0
 //                <|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
-// The markers of all but hermes and llama3_json are special tokens, which a
-// request keeps in its text for the parser (Request::skip_special_tokens).
+//   functionary_v3_2  messages "recipient\nbody" joined by ">>>" (the prompt
+//                ends with ">>>"): "all\n" text is content, "name\n{...}" a call
+//                (Functionary v3.2, llama.cpp's name)
+//   command_r7b  <|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}]
+//                <|END_ACTION|>; text comes as <|START_RESPONSE|>...<|END_RESPONSE|>
+//   openai       gpt-oss's harmony messages: <|start|>assistant to=functions.name
+//                <|channel|>commentary json<|message|>{...}<|call|> (the recipient
+//                may also follow the channel); other channels are text (the
+//                reasoning parser takes the analysis channel first)
+// The markers of hermes, llama3_json and functionary_v3_2 are text; the
+// others' are special tokens, which a request keeps in its text for the
+// parser (Request::skip_special_tokens).
 // parse_tool_calls() turns a finished output into content and calls;
-// streamable_prefix() says how much of a stream may go out as content before
-// its end is known; tool_call_structural_tag() is the grammar (an xgrammar
+// ToolCallStream says how much of a stream may go out as content before its
+// end is known; tool_call_structural_tag() is the grammar (an xgrammar
 // structural tag) that, for tool_choice "required" or a named function,
 // makes the output well-formed calls.
 #pragma once
@@ -29,7 +39,9 @@
 
 namespace zl::server {
 
-enum class ToolCallFormat { kHermes, kLlama3Json, kMistral, kGranite, kDeepSeekV31, kKimiK2 };
+enum class ToolCallFormat {
+  kHermes, kLlama3Json, kMistral, kGranite, kDeepSeekV31, kKimiK2, kFunctionaryV32, kCommandR7b, kHarmony
+};
 
 std::optional<ToolCallFormat> tool_call_format_named(std::string_view name);
 const char* tool_call_format_name(ToolCallFormat format);
@@ -56,7 +68,26 @@ ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text);
 
 // How many leading bytes of a stream's text so far cannot belong to a call
 // and may go out as content now (the rest waits for more text or the end).
+// Stateless: functionary_v3_2's leading recipient line needs ToolCallStream.
 size_t streamable_prefix(ToolCallFormat format, std::string_view text);
+
+// One output's text as it streams: feed() gives the content that may go out
+// now; finish() takes the last text and parses what was held back with it
+// into content and calls.
+class ToolCallStream {
+ public:
+  explicit ToolCallStream(ToolCallFormat format) : format_(format) {}
+  std::string feed(std::string_view text);
+  ParsedOutput finish(std::string_view last);
+
+ private:
+  // functionary_v3_2: before the first recipient line is whole; after an
+  // "all" line (text streams until ">>>"); after a call's (all is held).
+  enum class Lead { kUnread, kContent, kCalls };
+  ToolCallFormat format_;
+  Lead lead_ = Lead::kUnread;
+  std::string held_;
+};
 
 // The structural tag (xgrammar's JSON) over `tools` (OpenAI's list of
 // {"type": "function", "function": {"name", "parameters"}}) that makes the

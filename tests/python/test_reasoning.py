@@ -23,13 +23,13 @@ R1 = TEMPLATES / "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja"
 QWEN3 = TEMPLATES / "Qwen-Qwen3-0.6B.jinja"
 QWEN25 = TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja"
 MESSAGES = [{"role": "user", "content": "Is 9.11 greater than 9.8?"}]
-ARGS = ("--model", "dummy:tiny-4k", "--served-model-name", MODEL, "--max-num-seqs", "8", "--kv-cache-memory", "32M")
+ARGS = ("--served-model-name", MODEL, "--max-num-seqs", "8", "--kv-cache-memory", "32M")
 
 
-def serve(template, *extra):
+def serve(template, *extra, model="dummy:tiny-4k"):
     if not template.is_file():
         pytest.skip(f"{template} is missing")
-    return Server(*ARGS, "--chat-template", str(template), *extra)
+    return Server(*ARGS, "--model", model, "--chat-template", str(template), *extra)
 
 
 @pytest.fixture(scope="module")
@@ -125,5 +125,28 @@ def test_without_a_parser_the_output_is_content(template, extra):
         # added as there: Qwen's template writes none, the dummy vocabulary has one).
         count = json.loads(post(s, "/tokenize", {"messages": MESSAGES, "add_generation_prompt": True}))["count"]
         assert count == r["usage"]["prompt_tokens"]
+    finally:
+        assert s.stop() == 0
+
+
+GPT_OSS = TEMPLATES / "openai-gpt-oss-120b.jinja"
+COMMAND_R7B = TEMPLATES / "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja"
+
+
+@pytest.mark.parametrize("template,model,syntax", [
+    (GPT_OSS, "dummy:tiny-4k", "harmony's analysis channel"),
+    (COMMAND_R7B, "dummy:tiny-16k", "<|START_THINKING|> ... <|END_THINKING|>")])
+def test_text_outside_the_markers_is_content_whole_and_streamed(template, model, syntax):
+    # Random weights write no harmony header and no thinking tags: all of it
+    # is content (nothing is lost to a splitter waiting for a marker), the
+    # same text whole and streamed.
+    s = serve(template, model=model)
+    try:
+        assert f"reasoning ({syntax}) parsed out of chat outputs" in s.output()
+        message = json.loads(chat(s))["choices"][0]["message"]
+        assert message["content"] == plain_text(s)
+        assert message["reasoning"] is None
+        chunks = sse_chunks(chat(s, stream=True))[1:]
+        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == message["content"]
     finally:
         assert s.stop() == 0

@@ -12,6 +12,7 @@
 
 #include "bundle/chat_prompt.h"
 #include "jinja/chat_template.h"
+#include "server/reasoning.h"
 #include "server/tool_calls.h"
 #include "test_util.h"
 
@@ -37,7 +38,7 @@ std::string read_text(const std::string& path) {
 
 // The assistant text as the model would write it: up to its end-of-turn.
 std::string until_end_of_turn(std::string text) {
-  for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<｜end▁of▁sentence｜>"}) {
+  for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<｜end▁of▁sentence｜>", "<|END_OF_TURN_TOKEN|>"}) {
     const size_t at = text.find(end);
     if (at != std::string::npos) text.resize(at);
   }
@@ -94,12 +95,19 @@ TEST_P(ToolCallTemplateTest, RenderedCallsParseBack) {
   if (common < prompt->size()) common = whole->rfind('\n', common - 1) + 1;
   const std::string assistant = until_end_of_turn(whole->substr(common));
 
-  const ParsedOutput out = parse_tool_calls(c.format, assistant);
-  // Qwen3 writes an empty reasoning block before the calls: content, until
-  // a reasoning parser takes it out.
-  std::string content = out.content;
-  if (content.starts_with("<think>") && content.ends_with("</think>")) content.clear();
-  EXPECT_EQ(content, "") << assistant;
+  // The reasoning parser first, as the server runs it: Qwen3 writes an empty
+  // <think></think> before the calls, Command R7B its (empty) tool plan, and
+  // gpt-oss's call is a harmony message. (A rendered turn has no open
+  // reasoning, even where the prompt opens one: QwQ's ends with "<think>\n".)
+  std::string reasoning, text = assistant;
+  if (const std::optional<ReasoningFormat> format = detect_reasoning_format(source)) {
+    ReasoningSplitter splitter(*format, false);
+    text.clear();
+    splitter.feed(assistant, reasoning, text);
+    splitter.finish(reasoning, text);
+  }
+  const ParsedOutput out = parse_tool_calls(c.format, text);
+  EXPECT_EQ(out.content, "") << assistant;
   ASSERT_EQ(out.calls.size(), calls.size()) << assistant;
   for (size_t i = 0; i < calls.size(); ++i) {
     EXPECT_EQ(out.calls[i].name, calls[i]["function"]["name"]);
@@ -120,7 +128,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolCallFormat::kMistral, true},
                       Case{"Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolCallFormat::kMistral, true},
                       Case{"deepseek-ai-DeepSeek-V3.1.jinja", ToolCallFormat::kDeepSeekV31, true, false},
-                      Case{"moonshotai-Kimi-K2.jinja", ToolCallFormat::kKimiK2, true}),
+                      Case{"moonshotai-Kimi-K2.jinja", ToolCallFormat::kKimiK2, true},
+                      Case{"meetkai-functionary-medium-v3.2.jinja", ToolCallFormat::kFunctionaryV32, true, false},
+                      Case{"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", ToolCallFormat::kCommandR7b, true},
+                      // gpt-oss renders the first call of a turn only.
+                      Case{"openai-gpt-oss-120b.jinja", ToolCallFormat::kHarmony, false}),
     [](const auto& info) {
       std::string name = info.param.file;
       name = name.substr(0, name.find(".jinja"));

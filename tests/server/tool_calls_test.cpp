@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <utility>
 
 namespace zl::server {
 namespace {
@@ -126,6 +127,100 @@ TEST(ToolCallsTest, DeepSeekAndKimiSections) {
   EXPECT_EQ(streamable_prefix(ToolCallFormat::kDeepSeekV31, "Sure."), 5u);
 }
 
+TEST(ToolCallsTest, FunctionaryMessages) {
+  // The prompt ends with ">>>": the output's first line is a recipient.
+  ParsedOutput out = parse_tool_calls(ToolCallFormat::kFunctionaryV32,
+                                      "get_weather\n{\"city\": \"Paris\"}>>>get_time\n{}>>>all\nDone.");
+  EXPECT_EQ(out.content, "Done.");
+  ASSERT_EQ(out.calls.size(), 2u);
+  expect_call(out.calls[0], "get_weather", json{{"city", "Paris"}});
+  expect_call(out.calls[1], "get_time", json::object());
+  out = parse_tool_calls(ToolCallFormat::kFunctionaryV32, "all\nJust text.");
+  EXPECT_EQ(out.content, "Just text.");
+  EXPECT_TRUE(out.calls.empty());
+  for (std::string_view bad : {"Hello there", "get_weather\n{\"city\": ", "two words\n{}"}) {
+    out = parse_tool_calls(ToolCallFormat::kFunctionaryV32, bad);
+    EXPECT_TRUE(out.calls.empty());
+    EXPECT_EQ(out.content, bad);
+  }
+}
+
+TEST(ToolCallsTest, CommandR7bActions) {
+  ParsedOutput out = parse_tool_calls(ToolCallFormat::kCommandR7b,
+      "<|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": "
+      "{\"city\": \"Rome\"}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"get_time\", \"parameters\": {}}\n]"
+      "<|END_ACTION|>");
+  EXPECT_EQ(out.content, "");
+  ASSERT_EQ(out.calls.size(), 2u);
+  expect_call(out.calls[0], "get_weather", json{{"city", "Rome"}});
+  expect_call(out.calls[1], "get_time", json::object());
+  out = parse_tool_calls(ToolCallFormat::kCommandR7b, "<|START_RESPONSE|>It is sunny.<|END_RESPONSE|>");
+  EXPECT_EQ(out.content, "It is sunny.");
+  EXPECT_TRUE(out.calls.empty());
+  const std::string bad = "<|START_ACTION|>[{\"tool_name\": 3}]<|END_ACTION|>";
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::kCommandR7b, bad).content, bad);
+}
+
+TEST(ToolCallsTest, HarmonyMessagesToFunctions) {
+  // The recipient before the channel (as the template renders a call, and
+  // the reasoning splitter passes it on after text) or after it (as gpt-oss
+  // writes one, here with the preamble message unsplit).
+  for (std::string_view text :
+       {"Checking.<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Oslo\"}<|call|>",
+        "<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant<|channel|>commentary "
+        "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Oslo\"}<|call|>"}) {
+    ParsedOutput out = parse_tool_calls(ToolCallFormat::kHarmony, text);
+    EXPECT_EQ(out.content, "Checking.");
+    ASSERT_EQ(out.calls.size(), 1u) << text;
+    expect_call(out.calls[0], "get_weather", json{{"city", "Oslo"}});
+  }
+  // Unsplit channels are text; a call whose body is not an object leaves it all content.
+  ParsedOutput out = parse_tool_calls(ToolCallFormat::kHarmony, "<|channel|>final<|message|>Hi.<|return|>");
+  EXPECT_EQ(out.content, "Hi.");
+  const std::string bad = "<|channel|>commentary to=functions.f<|message|>[1]<|call|>";
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::kHarmony, bad).content, bad);
+}
+
+// Text through a ToolCallStream in pieces of `step` bytes: (streamed content, final parse).
+std::pair<std::string, ParsedOutput> stream(ToolCallFormat format, std::string_view text, size_t step) {
+  ToolCallStream s(format);
+  std::string streamed;
+  size_t i = 0;
+  for (; i + step < text.size(); i += step) streamed += s.feed(text.substr(i, step));
+  return {streamed, s.finish(text.substr(i))};
+}
+
+TEST(ToolCallsTest, StreamsGiveTheWholeParse) {
+  const std::pair<ToolCallFormat, std::string_view> cases[] = {
+      {ToolCallFormat::kFunctionaryV32, "all\nLet me check.>>>get_time\n{\"tz\": \"UTC\"}"},
+      {ToolCallFormat::kFunctionaryV32, "get_time\n{}>>>all\nx"},
+      {ToolCallFormat::kFunctionaryV32, "all\nonly text, a > b >> c"},
+      {ToolCallFormat::kCommandR7b, "<|START_RESPONSE|>Sunny.<|END_RESPONSE|>"},
+      {ToolCallFormat::kCommandR7b, "<|START_ACTION|>[{\"tool_name\": \"f\", \"parameters\": {}}]<|END_ACTION|>"},
+      {ToolCallFormat::kHarmony, "Text.<|start|>assistant to=functions.f<|channel|>commentary<|message|>{}<|call|>"},
+      {ToolCallFormat::kHermes, "Sure. <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"},
+  };
+  for (const auto& [format, text] : cases) {
+    const ParsedOutput whole = parse_tool_calls(format, text);
+    for (size_t step : {size_t{1}, size_t{3}, size_t{7}, text.size()}) {
+      SCOPED_TRACE(testing::Message() << text << ", pieces of " << step);
+      const auto [streamed, last] = stream(format, text, step);
+      EXPECT_EQ(last.calls.size(), whole.calls.size());
+      for (size_t k = 0; k < std::min(last.calls.size(), whole.calls.size()); ++k) {
+        EXPECT_EQ(last.calls[k].name, whole.calls[k].name);
+        EXPECT_EQ(last.calls[k].arguments, whole.calls[k].arguments);
+      }
+      // What streamed, then the last parse's content, is the whole parse's
+      // content, up to the blanks that a parse with calls trims.
+      std::string joined = streamed + last.content;
+      joined.erase(std::remove(joined.begin(), joined.end(), ' '), joined.end());
+      std::string expected = whole.content;
+      expected.erase(std::remove(expected.begin(), expected.end(), ' '), expected.end());
+      EXPECT_EQ(joined, expected);
+    }
+  }
+}
+
 TEST(ToolCallsTest, StreamingHoldsOnlyWhatMayBeACall) {
   EXPECT_EQ(streamable_prefix(ToolCallFormat::kHermes, "Hello there"), 11u);
   EXPECT_EQ(streamable_prefix(ToolCallFormat::kHermes, "Hello <tool"), 6u);
@@ -137,11 +232,21 @@ TEST(ToolCallsTest, StreamingHoldsOnlyWhatMayBeACall) {
   EXPECT_EQ(streamable_prefix(ToolCallFormat::kLlama3Json, "Sure, "), 6u);
   EXPECT_EQ(streamable_prefix(ToolCallFormat::kMistral, "[{"), 0u);
   EXPECT_EQ(streamable_prefix(ToolCallFormat::kMistral, "The answer"), 10u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kHarmony, "Final text<|start|>assistant to="), 10u);
+  EXPECT_EQ(streamable_prefix(ToolCallFormat::kCommandR7b, "Sunny<|START_ACT"), 5u);
+  // functionary_v3_2: the "all" line is markup; text streams until ">>>".
+  ToolCallStream functionary(ToolCallFormat::kFunctionaryV32);
+  EXPECT_EQ(functionary.feed("al"), "");
+  EXPECT_EQ(functionary.feed("l\nHello"), "Hello");
+  EXPECT_EQ(functionary.feed(" there>"), " there");
+  EXPECT_EQ(functionary.feed(">>f\n{}"), "");
+  EXPECT_EQ(functionary.finish("").calls.size(), 1u);
 }
 
 TEST(ToolCallsTest, NamesAndDetection) {
   for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
-                           ToolCallFormat::kGranite, ToolCallFormat::kDeepSeekV31, ToolCallFormat::kKimiK2})
+                           ToolCallFormat::kGranite, ToolCallFormat::kDeepSeekV31, ToolCallFormat::kKimiK2,
+                           ToolCallFormat::kFunctionaryV32, ToolCallFormat::kCommandR7b, ToolCallFormat::kHarmony})
     EXPECT_EQ(tool_call_format_named(tool_call_format_name(f)), f);
   EXPECT_TRUE(marked_by_special_tokens(ToolCallFormat::kKimiK2));
   EXPECT_FALSE(marked_by_special_tokens(ToolCallFormat::kHermes));
