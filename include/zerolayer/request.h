@@ -45,6 +45,7 @@ struct FinishEvent {
   FinishReason reason = FinishReason::kLength;
   std::string stop_detail;            // "eos", "stop string", "min_token_prob", or the error
   std::string stop_string;            // the stop string that ended it, if one did (not in the text)
+  int32_t stop_token = -1;            // the stop id (eos or a stop_token_ids entry) that ended it, else -1
   int32_t num_prompt_tokens = 0;
   int32_t num_cached_prompt_tokens = 0;  // served from the prefix cache
   int32_t num_generated_tokens = 0;

@@ -189,6 +189,7 @@ void Postprocess::take_token(size_t row, Clock::time_point now, bool record_inte
   if (grammar == GrammarStep::kRejected)
     return state_.finish(seq, FinishReason::kError, "the structured output's grammar rejected the sampled token", now);
   is_eos |= grammar == GrammarStep::kEnded;
+  if (is_eos) seq->output->finish.stop_token = token;
   if (is_eos || (seq->min_token_prob > 0.0f && std::exp(logprob) < seq->min_token_prob))
     return state_.finish(seq, FinishReason::kStop, is_eos ? "eos" : "min_token_prob", now);
   seq->tokens.push_back(token);

@@ -43,6 +43,7 @@ std::string key_before(std::string_view body, size_t pos) {
 // Nesting beyond this is refused before parsing: no request needs it, and it
 // bounds the parser's and destructor's work on hostile bodies.
 constexpr int kMaxJsonDepth = 64;
+constexpr size_t kMaxStopTokenIds = 64;  // as a shared-memory record's (ZL_SHM_MAX_STOP_TOKEN_IDS)
 
 OptError check_depth(std::string_view body) {
   int depth = 0;
@@ -282,6 +283,48 @@ OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest
 
 // Fields OpenAI defines that zerolayer does not implement get a clear 400
 // rather than being silently ignored.
+// vLLM's stop_token_ids: ids that end the output (not in its text), even
+// with ignore_eos.
+OptError read_stop_token_ids(const json& j, const ApiLimits& limits, CompletionRequest& out) {
+  const json* ids = find(j, "stop_token_ids");
+  if (!ids || ids->is_null()) return std::nullopt;
+  if (!ids->is_array()) return bad_request("stop_token_ids", "stop_token_ids must be a list of token ids");
+  if (ids->size() > kMaxStopTokenIds)
+    return bad_request("stop_token_ids", str_cat("stop_token_ids may hold at most ", kMaxStopTokenIds, " ids"));
+  for (const json& id : *ids) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= limits.vocab_size)
+      return bad_request("stop_token_ids", str_cat("stop_token_ids: ", id.dump(), " is not a token id in [0, ",
+                                                   limits.vocab_size, ")"));
+    out.stop_token_ids.push_back(id.get<int32_t>());
+  }
+  out.num_requested_stop_ids = out.stop_token_ids.size();
+  return std::nullopt;
+}
+
+// Fields of vLLM's and llama-server's that would change the output and are
+// not implemented: a value other than the field's no-op (what their clients
+// send by default) is a 400 naming it, never a silent 200.
+OptError reject_unimplemented(const json& j) {
+  struct Unimplemented {
+    const char* name;
+    bool (*is_noop)(const json&);
+  };
+  static constexpr auto null_or_empty = [](const json& v) { return v.is_null() || (v.is_array() && v.empty()); };
+  static constexpr auto zero = [](const json& v) { return v.is_null() || (v.is_number() && v.get<double>() == 0.0); };
+  static constexpr auto one = [](const json& v) { return v.is_null() || (v.is_number() && v.get<double>() == 1.0); };
+  static constexpr auto falsy = [](const json& v) { return v.is_null() || (v.is_boolean() && !v.get<bool>()); };
+  static constexpr Unimplemented kFields[] = {
+      {"min_tokens", zero},          {"bad_words", null_or_empty},   {"allowed_token_ids", null_or_empty},
+      {"prompt_logprobs", zero},     {"truncate_prompt_tokens", null_or_empty}, {"use_beam_search", falsy},
+      {"length_penalty", one},       {"logits_processors", null_or_empty}, {"typical_p", one},
+      {"mirostat", zero},            {"dry_multiplier", zero},        {"xtc_probability", zero},
+      {"tfs_z", one}};
+  for (const Unimplemented& field : kFields)
+    if (const json* v = find(j, field.name); v && !field.is_noop(*v))
+      return bad_request(field.name, str_cat(field.name, " is not supported by this server"));
+  return std::nullopt;
+}
+
 OptError reject_unsupported(const json& j, int32_t n) {
   if (const json* echo = find(j, "echo")) {
     if (!echo->is_boolean()) return bad_request("echo", "echo must be true or false");
@@ -324,7 +367,7 @@ void note_ignored_fields(const json& j) {
       "model", "prompt", "messages", "n", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
       "min_p", "seed", "stop", "presence_penalty", "frequency_penalty", "repetition_penalty", "logprobs",
       "top_logprobs", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "stream", "stream_options", "cache_salt", "priority", "min_token_prob",
-      "return_token_ids", "echo", "best_of", "suffix", "logit_bias", "response_format", "structured_outputs",
+      "return_token_ids", "echo", "best_of", "suffix", "logit_bias", "stop_token_ids", "response_format", "structured_outputs",
       "guided_json", "guided_regex", "guided_choice", "guided_grammar", "json_schema", "grammar", "tools",
       "tool_choice", "chat_template_kwargs", "add_generation_prompt"};
   static std::mutex mutex;
@@ -345,6 +388,8 @@ OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionR
   if (OptError e = reject_unsupported(j, out.n)) return e;
   if (OptError e = read_sampling(j, limits, out)) return e;
   if (OptError e = read_stop(j, limits, out.stop)) return e;
+  if (OptError e = read_stop_token_ids(j, limits, out)) return e;
+  if (OptError e = reject_unimplemented(j)) return e;
   if (OptError e = read_bool(j, "ignore_eos", out.ignore_eos)) return e;
   if (OptError e = read_bool(j, "include_stop_str_in_output", out.include_stop_str)) return e;
   if (OptError e = read_bool(j, "skip_special_tokens", out.skip_special_tokens)) return e;

@@ -74,7 +74,10 @@ struct CompletionRequest {
   float min_token_prob = 0.0f;             // zerolayer extension
   bool return_token_ids = false;           // vLLM extension: choices carry "token_ids"
   bool chat = false;                       // /v1/chat/completions: message/delta choices
-  std::vector<int32_t> stop_token_ids;     // chat: the template's end-of-turn ids
+  // vLLM's stop_token_ids (the first num_requested_stop_ids), then, on
+  // chat, the template's end-of-turn ids.
+  std::vector<int32_t> stop_token_ids;
+  size_t num_requested_stop_ids = 0;
   // response_format and the other fields of server/structured_fields.h;
   // compiled on the worker (Engine::compile_grammar) before the job starts.
   StructuredOutput structured_output;

@@ -1,6 +1,7 @@
 // The response side of openai_api.h: completion and chat bodies and
 // stream chunks (choices, logprobs in both shapes, tool calls, usage,
 // llama-server's timings), errors and the model list.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "server/openai_api.h"
@@ -107,6 +108,18 @@ void add_reasoning(json& message, const json& reasoning) {
   message["reasoning_content"] = reasoning;
 }
 
+// vLLM's stop_reason: the stop string or requested stop id that ended the
+// choice; null for eos (and the chat template's end of turn), a length
+// finish, or a choice still going.
+json stop_reason_json(const ChoiceOutput& c, const CompletionRequest& request) {
+  if (!c.finish) return nullptr;
+  if (!c.finish->stop_string.empty()) return c.finish->stop_string;
+  const auto requested = request.stop_token_ids.begin() + static_cast<ptrdiff_t>(request.num_requested_stop_ids);
+  if (c.finish->stop_token >= 0 && std::find(request.stop_token_ids.begin(), requested, c.finish->stop_token) != requested)
+    return c.finish->stop_token;
+  return nullptr;
+}
+
 json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& request, const Tokenizer& tokenizer) {
   if (request.chat) {
     json choice{{"index", index}};
@@ -125,6 +138,7 @@ json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& 
     choice["finish_reason"] = !c.finish ? json(nullptr)
                               : c.tool_calls.empty() ? json(finish_reason_string(c.finish->reason))
                                                      : json("tool_calls");
+    choice["stop_reason"] = stop_reason_json(c, request);
     return choice;
   }
   // echo: the prompt before the text (a stream sends it in a chunk of its own first).
@@ -133,6 +147,7 @@ json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& 
   choice["logprobs"] = request.want_logprobs ? logprobs_json(c, tokenizer) : json(nullptr);
   if (request.return_token_ids) choice["token_ids"] = c.token_ids;
   choice["finish_reason"] = c.finish ? json(finish_reason_string(c.finish->reason)) : json(nullptr);
+  choice["stop_reason"] = stop_reason_json(c, request);
   return choice;
 }
 

@@ -171,5 +171,40 @@ def test_include_stop_str_in_output(chat_server, stream):  # noqa: F811
             reason = chunks[-1]["choices"][0]["finish_reason"]
         else:
             got, reason = json.loads(data)["choices"][0]["text"], json.loads(data)["choices"][0]["finish_reason"]
+            assert json.loads(data)["choices"][0]["stop_reason"] == stop  # vLLM's: the string that stopped it
         assert reason == "stop"
         assert got == text[:cut + len(stop) if include else cut]
+
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions"])
+def test_stop_token_ids_end_the_output_and_are_its_stop_reason(chat_server, path):  # noqa: F811
+    body = {"max_tokens": 16, "temperature": 0, "ignore_eos": True, "return_token_ids": True}
+    body.update({"prompt": "Hi"} if path == "/v1/completions" else {"messages": [{"role": "user", "content": "Hi"}]})
+    status, _, data = chat_server.request("POST", path, body)
+    choice = json.loads(data)["choices"][0]
+    ids = choice["token_ids"]
+    assert choice["stop_reason"] is None and choice["finish_reason"] == "length"
+    stop_id = ids[5]  # greedy: the same ids come again and end before the first stop id, even with ignore_eos
+    status, _, data = chat_server.request("POST", path, {**body, "stop_token_ids": [stop_id]})
+    assert status == 200, data
+    choice = json.loads(data)["choices"][0]
+    assert choice["token_ids"] == ids[:ids.index(stop_id)]
+    assert choice["finish_reason"] == "stop" and choice["stop_reason"] == stop_id
+
+
+@pytest.mark.parametrize("fields, param", [
+    ({"stop_token_ids": [512]}, "stop_token_ids"), ({"stop_token_ids": [-1]}, "stop_token_ids"),
+    ({"stop_token_ids": "1"}, "stop_token_ids"), ({"stop_token_ids": list(range(65))}, "stop_token_ids"),
+    ({"min_tokens": 4}, "min_tokens"), ({"bad_words": ["x"]}, "bad_words"), ({"use_beam_search": True}, "use_beam_search"),
+    ({"prompt_logprobs": 1}, "prompt_logprobs"), ({"typical_p": 0.5}, "typical_p"), ({"mirostat": 2}, "mirostat"),
+])
+def test_fields_that_would_change_the_output_are_implemented_or_400(chat_server, fields, param):  # noqa: F811
+    body = {"prompt": "Hi", "max_tokens": 2, **fields}
+    status, _, data = chat_server.request("POST", "/v1/completions", body)
+    assert status == 400, data
+    assert json.loads(data)["error"]["param"] == param
+    # Their no-op values, which clients send by default, are fine.
+    noop = {"min_tokens": 0, "bad_words": [], "use_beam_search": False, "prompt_logprobs": None, "typical_p": 1.0,
+            "mirostat": 0, "length_penalty": 1.0, "truncate_prompt_tokens": None, "stop_token_ids": []}
+    status, _, data = chat_server.request("POST", "/v1/completions", {"prompt": "Hi", "max_tokens": 2, **noop})
+    assert status == 200, data

@@ -101,7 +101,7 @@ def test_sigterm_drains_requests_in_flight():
     def long_request():
         # Slow enough to be in flight at the signal, short enough to end within the timeout.
         results["long"] = completion(s.port, {"prompt": "long", "max_tokens": 900, "ignore_eos": True,
-                                              "min_tokens": 900, "temperature": 0})
+                                              "temperature": 0})
 
     t = threading.Thread(target=long_request)
     t.start()
