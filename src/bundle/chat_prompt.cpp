@@ -71,12 +71,39 @@ StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, c
   return loaded;
 }
 
+namespace {
+
+// transformers' rule: cut after the last occurrence of the final content,
+// stripped; keep its trailing blanks only where the text has them too.
+Status cut_after_final_message(const nlohmann::ordered_json& messages, std::string& text) {
+  if (messages.empty() || !messages.back().is_object() || !messages.back().contains("content") ||
+      !messages.back()["content"].is_string())
+    return invalid_argument("messages: continue_final_message needs a final message with text content");
+  const auto content = messages.back().find("content");
+  const std::string& final_text = content->get_ref<const std::string&>();
+  constexpr std::string_view kBlank = " \t\r\n";
+  const size_t first = final_text.find_first_not_of(kBlank);
+  const std::string_view stripped =
+      first == std::string::npos ? std::string_view{}
+                                 : std::string_view(final_text).substr(first, final_text.find_last_not_of(kBlank) - first + 1);
+  const size_t at = text.rfind(stripped);
+  if (at == std::string::npos)
+    return invalid_argument("messages: continue_final_message: the final message's content is not in the rendered text");
+  const std::string_view unstripped_tail = std::string_view(final_text).substr(first == std::string::npos ? 0 : first);
+  const bool kept = std::string_view(text).substr(at).starts_with(unstripped_tail);
+  text.resize(at + (kept ? unstripped_tail.size() : stripped.size()));
+  return ok_status();
+}
+
+}  // namespace
+
 StatusOr<std::string> render_chat_text(const LoadedChatTemplate& chat, const nlohmann::ordered_json& messages,
                                        ChatTemplateOptions options) {
   options.bos_token = chat.bos_token;
   options.eos_token = chat.eos_token;
   StatusOr<std::string> text = apply_chat_template(*chat.chat_template, messages, options);
   if (!text.ok()) return text.status().with_prefix("messages could not be rendered by the chat template");
+  if (options.continue_final_message) ZL_RETURN_IF_ERROR(cut_after_final_message(messages, *text));
   return text;
 }
 

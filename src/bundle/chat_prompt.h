@@ -58,7 +58,10 @@ StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, c
                                                 const Tokenizer* tokenizer);
 
 // The template applied to `messages` with `options`, whose bos_token and
-// eos_token are set from `chat` (the /apply-template answer).
+// eos_token are set from `chat` (the /apply-template answer). With
+// continue_final_message, the text is cut after the last place the final
+// message's (stripped) content appears, as transformers cuts it; a content
+// that is not a string, or that the text does not hold, is an error.
 StatusOr<std::string> render_chat_text(const LoadedChatTemplate& chat, const nlohmann::ordered_json& messages,
                                        ChatTemplateOptions options);
 

@@ -40,6 +40,11 @@ struct ChatTemplateLimits {
 
 struct ChatTemplateOptions {
   bool add_generation_prompt = true;
+  // vLLM's and transformers' continue_final_message: the text ends right
+  // after the final message's content, left open for the model to go on
+  // (cut by render_chat_text in bundle/chat_prompt.h; the template itself
+  // does not see it).
+  bool continue_final_message = false;
   std::string bos_token;
   std::string eos_token;
   nlohmann::ordered_json tools;      // a list of tool schemas, or null for none

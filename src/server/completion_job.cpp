@@ -124,8 +124,9 @@ void CompletionJob::start() {
     const int32_t index = static_cast<int32_t>(i);
     if (request_.chat) writer_->write_raw(sse_chunk(chat_role_chunk(meta_, index)));
     if (!request_.echo) continue;
-    ChoiceOutput prompt;  // echo: the prompt's text, ahead of the first token
-    prompt.text = echo_text(request_, index, tokenizer_);
+    ChoiceOutput prompt;  // echo: the prompt's text (chat: the continued message's), ahead of the first token
+    prompt.text = request_.chat ? request_.chat_echo : echo_text(request_, index, tokenizer_);
+    if (prompt.text.empty()) continue;
     writer_->write_raw(sse_chunk(completion_chunk(meta_, index, prompt, request_, tokenizer_)));
     choices_[i].text_offset = static_cast<int64_t>(prompt.text.size());
   }

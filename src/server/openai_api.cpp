@@ -369,7 +369,7 @@ void note_ignored_fields(const json& j) {
       "top_logprobs", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "stream", "stream_options", "cache_salt", "priority", "min_token_prob",
       "return_token_ids", "echo", "best_of", "suffix", "logit_bias", "stop_token_ids", "response_format", "structured_outputs",
       "guided_json", "guided_regex", "guided_choice", "guided_grammar", "json_schema", "grammar", "tools",
-      "tool_choice", "chat_template_kwargs", "add_generation_prompt"};
+      "tool_choice", "chat_template_kwargs", "add_generation_prompt", "continue_final_message"};
   static std::mutex mutex;
   static std::set<std::string, std::less<>> logged;
   for (const auto& [key, value] : j.items()) {
@@ -487,6 +487,15 @@ OptError read_chat(const ojson& j, const ChatSettings& chat, ojson& messages, Ch
     if (!add->is_boolean()) return bad_request("add_generation_prompt", "add_generation_prompt must be true or false");
     options.add_generation_prompt = add->get<bool>();
   }
+  if (auto cont = j.find("continue_final_message"); cont != j.end() && !cont->is_null()) {
+    if (!cont->is_boolean())
+      return bad_request("continue_final_message", "continue_final_message must be true or false");
+    options.continue_final_message = cont->get<bool>();
+    // vLLM's rule: a prompt cannot both open a new turn and continue the last.
+    if (options.continue_final_message && options.add_generation_prompt)
+      return bad_request("continue_final_message",
+                         "continue_final_message needs add_generation_prompt: false (both cannot hold)");
+  }
   if (!chat.loaded.chat_template)
     return bad_request("", chat.missing_message.empty() ? "the model has no chat template" : chat.missing_message,
                "chat_template_missing");
@@ -512,8 +521,6 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
     want_logprobs = logprobs->get<bool>();
     j.erase("logprobs");
   }
-  if (const json* echo = find(j, "echo"); echo && echo->is_boolean() && echo->get<bool>())
-    return bad_request("echo", "echo is served on /v1/completions, not on chat");
   if (find(j, "top_logprobs") && !want_logprobs)
     return bad_request("top_logprobs", "top_logprobs needs logprobs: true");
   bool has_max = find(j, "max_tokens") || find(j, "max_completion_tokens");
@@ -531,6 +538,11 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   ChatTemplateOptions options;
   if (OptError e = read_chat(ordered, chat, messages, options)) return e;
   if (OptError e = read_tool_choice(ordered, chat, out)) return e;
+  // vLLM's chat echo: a final assistant message (one being continued) comes
+  // back before the new text.
+  if (OptError e = read_bool(j, "echo", out.echo)) return e;
+  if (out.echo && messages.back()["role"] == "assistant" && messages.back()["content"].is_string())
+    out.chat_echo = messages.back()["content"].get<std::string>();
   StatusOr<ChatPrompt> prompt =
       render_chat_prompt(chat.loaded, tokenizer, messages, options, size_t(prompt_byte_limit(limits)));
   if (!prompt.ok()) {

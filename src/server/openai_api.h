@@ -69,6 +69,7 @@ struct CompletionRequest {
   bool include_usage = false;              // stream_options.include_usage
   bool continuous_usage = false;           // stream_options.continuous_usage_stats: usage in every chunk
   bool echo = false;                       // completions: the prompt's text before the output
+  std::string chat_echo;                   // chat with echo: the final assistant message's text, before the output
   std::string cache_salt;
   int32_t priority = 0;
   float min_token_prob = 0.0f;             // zerolayer extension

@@ -128,9 +128,10 @@ json choice_json(int32_t index, const ChoiceOutput& c, const CompletionRequest& 
       if (!c.reasoning.empty()) add_reasoning(choice["delta"], c.reasoning);
       if (!c.tool_calls.empty()) choice["delta"]["tool_calls"] = tool_calls_json(c.tool_calls, true);
     } else {
-      choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
+      choice["message"] = json{{"role", "assistant"}, {"content", request.chat_echo + c.text}};
       if (request.reasoning) add_reasoning(choice["message"], c.reasoning.empty() ? json(nullptr) : json(c.reasoning));
-      if (c.text.empty() && (!c.tool_calls.empty() || !c.reasoning.empty())) choice["message"]["content"] = nullptr;
+      if (request.chat_echo.empty() && c.text.empty() && (!c.tool_calls.empty() || !c.reasoning.empty()))
+        choice["message"]["content"] = nullptr;
       if (!c.tool_calls.empty()) choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, false);
     }
     choice["logprobs"] = request.want_logprobs ? chat_logprobs_json(c, tokenizer) : json(nullptr);

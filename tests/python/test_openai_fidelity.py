@@ -126,6 +126,47 @@ def test_echo_and_continuous_usage(chat_server):  # noqa: F811
     assert status == 400 and json.loads(data)["error"]["param"] == "echo"
 
 
+CONTINUED = [{"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "The colour is"}]
+
+
+def test_continue_final_message_leaves_the_last_turn_open(chat_server):  # noqa: F811
+    body = {"messages": CONTINUED, "continue_final_message": True, "add_generation_prompt": False}
+    status, _, data = chat_server.request("POST", "/apply-template", body)
+    assert status == 200, data
+    prompt = json.loads(data)["prompt"]
+    assert prompt.endswith("<|im_start|>assistant\nThe colour is"), prompt  # chatml, no end of turn
+    # Both a new turn and the last one continued: vLLM's 400.
+    status, _, data = chat_server.request("POST", "/apply-template", {**body, "add_generation_prompt": True})
+    assert status == 400 and json.loads(data)["error"]["param"] == "continue_final_message"
+    status, _, data = chat_server.request("POST", "/v1/chat/completions",
+                                          {"messages": CONTINUED, "continue_final_message": True, "max_tokens": 2})
+    assert status == 400 and json.loads(data)["error"]["param"] == "continue_final_message"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_chat_echo_gives_the_continued_message_first(chat_server, stream):  # noqa: F811
+    # vLLM's chat echo: the final assistant message, then the new text; the
+    # new text is what the rendered prompt's ids give on /v1/completions.
+    common = {"max_tokens": 6, "temperature": 0, "ignore_eos": True}
+    fields = {"messages": CONTINUED, "continue_final_message": True, "add_generation_prompt": False, **common}
+    status, _, data = chat_server.request("POST", "/tokenize", {k: fields[k] for k in
+                                                                ("messages", "continue_final_message", "add_generation_prompt")})
+    ids = json.loads(data)["tokens"]
+    status, _, data = chat_server.request("POST", "/v1/completions", {"prompt": ids, **common})
+    plain = json.loads(data)["choices"][0]["text"]
+    status, _, data = chat_server.request("POST", "/v1/chat/completions", {**fields, "echo": True, "stream": stream})
+    assert status == 200, data
+    if stream:
+        chunks = [json.loads(line[6:]) for line in data.decode().splitlines() if line.startswith("data: {")]
+        content = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    else:
+        content = json.loads(data)["choices"][0]["message"]["content"]
+    assert content == "The colour is" + plain
+    # Without echo, or echo after a user turn, only the new text.
+    status, _, data = chat_server.request("POST", "/v1/chat/completions", fields)
+    assert json.loads(data)["choices"][0]["message"]["content"] == plain
+
+
 @pytest.mark.parametrize("temperature", [0, 1.0])
 def test_logit_bias_steers_every_token(chat_server, temperature):  # noqa: F811
     # dummy:tiny's byte vocabulary: id 65 is "A". +100 makes it every token,

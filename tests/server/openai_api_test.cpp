@@ -317,6 +317,21 @@ TEST_F(ChatApiTest, RendersAndTokenizesTheConversation) {
   EXPECT_EQ(make_engine_request(request_, 0, 0).stop_token_ids, std::vector<int32_t>{257});
 }
 
+// continue_final_message: the text ends after the final message's content
+// (its trailing blanks kept where the template keeps them); with echo that
+// content comes back before the output.
+TEST_F(ChatApiTest, ContinueFinalMessage) {
+  const std::string turns = R"("messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"  Hello, "}])";
+  ASSERT_FALSE(parse_chat("{" + turns + R"(,"continue_final_message":true,"add_generation_prompt":false,"echo":true})"));
+  EXPECT_EQ(rendered_, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n  Hello, ");
+  EXPECT_EQ(request_.chat_echo, "  Hello, ");
+  EXPECT_NE(chat_error("{" + turns + R"(,"continue_final_message":true})", "continue_final_message"), "<ok>");
+  EXPECT_NE(chat_error(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}],
+                          "continue_final_message":true,"add_generation_prompt":false})"), "<ok>");
+  ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"user","content":"Hi"}],"echo":true})"));
+  EXPECT_EQ(request_.chat_echo, "");  // echo repeats only an assistant's message
+}
+
 TEST_F(ChatApiTest, DefaultsMaxTokensToTheRestOfTheContext) {
   ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"user","content":"Hi"}]})"));
   EXPECT_EQ(request_.max_tokens, limits_.max_seq_len - static_cast<int32_t>(request_.prompts[0].size()));
