@@ -96,6 +96,10 @@ struct StructuredOutput {
   std::string field = "structured_output";
   // Set by Engine::compile_grammar(); when null, submit() compiles it.
   std::shared_ptr<const CompiledGrammar> compiled;
+  // The grammar holds from the token after the output first writes these
+  // ids (a reasoning model's </think>, as vLLM applies a grammar after the
+  // reasoning); empty: from the first token. Not part of the compiled spec.
+  std::vector<int32_t> after_ids;
 };
 
 struct Request {

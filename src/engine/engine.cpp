@@ -408,7 +408,7 @@ StatusOr<RequestId> Engine::Impl::submit(Request request) {
     if (!output.compiled) {
       ZL_ASSIGN_OR_RETURN(output.compiled, grammars->compile(output));
     }
-    grammar = std::make_unique<GrammarMatcher>(output.compiled, request.stop_token_ids);
+    grammar = std::make_unique<GrammarMatcher>(output.compiled, request.stop_token_ids, output.after_ids);
   }
 
   RequestId id = next_id.fetch_add(1, std::memory_order_relaxed);

@@ -143,7 +143,9 @@ std::vector<int> merged_stop_ids(const CompiledGrammar& grammar, std::span<const
 
 }  // namespace
 
-GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::span<const int32_t> stop_ids) {
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::span<const int32_t> stop_ids,
+                               std::vector<int32_t> after_ids)
+    : after_ids_(std::move(after_ids)) {
   const int32_t vocab = grammar->grammar.GetTokenizerInfo().GetVocabSize();
   xgrammar::GrammarMatcher matcher(grammar->grammar, merged_stop_ids(*grammar, stop_ids));
   impl_ = std::make_unique<Impl>(Impl{std::move(grammar), std::move(matcher), vocab,
@@ -153,7 +155,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, s
 GrammarMatcher::~GrammarMatcher() = default;
 
 void GrammarMatcher::fill_mask() {
-  if (ended_ || filled_) return;
+  if (ended_ || filled_ || !active()) return;
   std::vector<int32_t>& bits = impl_->bitmask;
   int64_t shape[1] = {static_cast<int64_t>(bits.size())};
   DLTensor tensor{};
@@ -171,7 +173,7 @@ void GrammarMatcher::fill_mask() {
 }
 
 void GrammarMatcher::apply_mask(float* logits) {
-  if (ended_) return;
+  if (ended_ || !active()) return;
   fill_mask();
   const std::vector<int32_t>& bits = impl_->bitmask;
   constexpr float kNever = -std::numeric_limits<float>::infinity();
@@ -187,6 +189,12 @@ void GrammarMatcher::apply_mask(float* logits) {
 
 GrammarStep GrammarMatcher::accept(int32_t token) {
   if (ended_) return GrammarStep::kEnded;
+  if (!active()) {  // free text (the reasoning) until after_ids_
+    recent_.push_back(token);
+    if (recent_.size() > after_ids_.size()) recent_.erase(recent_.begin());
+    if (recent_ == after_ids_) after_ids_.clear();
+    return GrammarStep::kNone;
+  }
   filled_ = false;
   bool accepted = false;
   try {

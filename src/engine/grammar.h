@@ -57,7 +57,10 @@ enum class GrammarStep : uint8_t {
 class GrammarMatcher {
  public:
   // stop_ids: besides the compiler's, the request's own stop_token_ids.
-  GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::span<const int32_t> stop_ids);
+  // after_ids (StructuredOutput::after_ids): until the output has written
+  // them, the matcher masks nothing and only watches for them.
+  GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::span<const int32_t> stop_ids,
+                 std::vector<int32_t> after_ids = {});
   ~GrammarMatcher();
   GrammarMatcher(const GrammarMatcher&) = delete;
   GrammarMatcher& operator=(const GrammarMatcher&) = delete;
@@ -73,10 +76,15 @@ class GrammarMatcher {
   // Advances past the sampled token.
   GrammarStep accept(int32_t token);
   bool ended() const { return ended_; }
+  // Whether the grammar holds yet (after_ids written, or none).
+  bool active() const { return after_ids_.empty(); }
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // Cleared once the output's last after_ids_.size() tokens (recent_) equal it.
+  std::vector<int32_t> after_ids_;
+  std::vector<int32_t> recent_;
   bool ended_ = false;
   bool filled_ = false;  // the mask is the next token's
 };

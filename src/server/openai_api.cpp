@@ -511,6 +511,30 @@ OptError parse_ordered(std::string_view body, ojson& out) {
   return std::nullopt;
 }
 
+// The reasoning split of a chat request with a reasoning parser. Under a
+// grammar, the prompt decides: one that opens the reasoning (R1's, QwQ's
+// "<think>") gets the grammar from the token after the reasoning's end, as
+// vLLM applies it; otherwise the grammar holds from the first token and
+// there is no reasoning (an output that might or might not open with
+// <think>, as Qwen3's, then always validates).
+OptError choose_reasoning(const json& j, const ChatSettings& chat, const Tokenizer& tokenizer, std::string_view prompt,
+                          CompletionRequest& out) {
+  if (!chat.reasoning_format) return std::nullopt;
+  const ReasoningFormat format = *chat.reasoning_format;
+  const bool opened = prompt_opens_reasoning(format, prompt);
+  StructuredOutput& grammar = out.structured_output;
+  if (grammar.kind != StructuredOutput::Kind::kNone) {
+    if (!opened) return std::nullopt;
+    grammar.after_ids = tokenizer.encode(reasoning_close_tag(format), /*add_special=*/false, /*parse_special=*/true);
+    if (grammar.after_ids.empty()) return std::nullopt;
+  }
+  out.reasoning = format;
+  out.reasoning_opened = opened;
+  // Command R's and harmony's markers are special tokens: the splitter reads them.
+  if (marked_by_special_tokens(format) && !j.contains("skip_special_tokens")) out.skip_special_tokens = false;
+  return std::nullopt;
+}
+
 OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& tokenizer, const ApiLimits& limits,
                            const ChatSettings& chat, CompletionRequest& out, std::string* rendered) {
   out.chat = true;
@@ -561,12 +585,7 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   if (OptError e = check_room(ids.size(), out.max_tokens, limits, "messages")) return e;
   out.prompts.push_back(std::move(ids));
   add_end_of_turn_stops(chat.loaded, out.ignore_eos, out.stop_token_ids);
-  if (chat.reasoning_format && out.structured_output.kind == StructuredOutput::Kind::kNone) {
-    out.reasoning = chat.reasoning_format;
-    out.reasoning_opened = prompt_opens_reasoning(*out.reasoning, prompt->text);
-    // Command R's and harmony's markers are special tokens: the splitter reads them.
-    if (marked_by_special_tokens(*out.reasoning) && !j.contains("skip_special_tokens")) out.skip_special_tokens = false;
-  }
+  if (OptError e = choose_reasoning(j, chat, tokenizer, prompt->text, out)) return e;
   if (rendered) *rendered = std::move(prompt->text);
   return std::nullopt;
 }

@@ -85,10 +85,10 @@ struct CompletionRequest {
   // Chat with tools: the syntax the output's tool calls are parsed in
   // (server/chat_tools.h); unset: the output is text.
   std::optional<ToolCallFormat> tool_format;
-  // Chat with a reasoning parser (server/reasoning.h), not constrained by a
-  // grammar (which holds from the first token, so there is no reasoning):
-  // the output's reasoning part goes to "reasoning"; reasoning_opened: the
-  // prompt leaves the output inside it.
+  // Chat with a reasoning parser (server/reasoning.h): the output's
+  // reasoning part goes to "reasoning"; reasoning_opened: the prompt leaves
+  // the output inside it. Under a grammar only where the prompt opens it
+  // (the grammar then holds after its end: StructuredOutput::after_ids).
   std::optional<ReasoningFormat> reasoning;
   bool reasoning_opened = false;
   // Set for POST /v1/responses (run as this chat request, answered as a response).

@@ -66,6 +66,10 @@ bool prompt_opens_reasoning(ReasoningFormat format, std::string_view prompt) {
   return end != std::string_view::npos && prompt.substr(0, end + 1).ends_with(tags_of(format).open);
 }
 
+std::string_view reasoning_close_tag(ReasoningFormat format) {
+  return format == ReasoningFormat::kHarmony ? std::string_view{} : tags_of(format).close;
+}
+
 void ReasoningSplitter::feed(std::string_view text, std::string& reasoning, std::string& content) {
   held_ += text;
   if (format_ == ReasoningFormat::kHarmony) return feed_harmony(reasoning, content);

@@ -42,6 +42,9 @@ std::optional<ReasoningFormat> detect_reasoning_format(std::string_view template
 bool marked_by_special_tokens(ReasoningFormat format);
 // Whether the output of a prompt rendered as `prompt` begins inside the reasoning.
 bool prompt_opens_reasoning(ReasoningFormat format, std::string_view prompt);
+// The text that ends the reasoning ("</think>"); empty for harmony, whose
+// prompt never opens it.
+std::string_view reasoning_close_tag(ReasoningFormat format);
 
 // Splits a stream of output text into reasoning and content, piece by
 // piece; bytes that may begin a tag wait for the next piece or finish().

@@ -160,6 +160,31 @@ TEST_P(GrammarTest, GreedyOutputIsTheSameWithAndWithoutOverlap) {
   EXPECT_FALSE(a[0]->text.empty());
 }
 
+// StructuredOutput::after_ids: the output is free until it writes them (a
+// reasoning's end), then in the grammar's language.
+TEST_P(GrammarTest, GrammarHoldsOnlyAfterItsTrigger) {
+  auto engine = make_engine(GetParam());
+  Request free_run = constrained(Kind::kNone, "", 0.0f, 0, std::make_shared<test::CollectingSink>());
+  free_run.max_new_tokens = 8;
+  free_run.ignore_eos = true;
+  const std::vector<int32_t> greedy = run_all(*engine, {std::move(free_run)})[0]->tokens;
+  ASSERT_EQ(greedy.size(), 8u);
+  // The trigger is the greedy output's tokens 2 and 3; it ends the free part
+  // where it first appears.
+  const std::vector<int32_t> trigger = {greedy[2], greedy[3]};
+  const size_t free_len = static_cast<size_t>(std::search(greedy.begin(), greedy.end(), trigger.begin(), trigger.end()) -
+                                              greedy.begin()) + 2;
+  Request r = constrained(Kind::kRegex, "[a-c]{3}-[0-9]{2,4}", 0.0f, 0, std::make_shared<test::CollectingSink>());
+  r.structured_output.after_ids = trigger;
+  const auto sink = run_all(*engine, {std::move(r)})[0];
+  ASSERT_GE(sink->tokens.size(), free_len);
+  EXPECT_TRUE(std::equal(greedy.begin(), greedy.begin() + static_cast<ptrdiff_t>(free_len), sink->tokens.begin()));
+  EXPECT_EQ(sink->finish.reason, FinishReason::kStop);
+  // The byte tokenizer: id b is byte b (the free part's bytes may not be UTF-8).
+  const std::string constrained_part(sink->tokens.begin() + static_cast<ptrdiff_t>(free_len), sink->tokens.end());
+  EXPECT_TRUE(std::regex_match(constrained_part, std::regex("[a-c]{3}-[0-9]{2,4}"))) << sink->text;
+}
+
 INSTANTIATE_TEST_SUITE_P(Overlap, GrammarTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "On" : "Off"; });
 

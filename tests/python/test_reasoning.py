@@ -95,10 +95,25 @@ def test_responses_api_answers_a_reasoning_item(r1):
     assert "".join(deltas) == whole
 
 
-def test_a_grammar_leaves_no_reasoning(r1):
-    message = json.loads(chat(r1, guided_regex="[a-z]{1,8}", ignore_eos=False))["choices"][0]["message"]
-    assert "reasoning" not in message
-    assert re.fullmatch("[a-z]{1,8}", message["content"]), message
+def test_a_grammar_holds_after_the_reasoning(r1):
+    # As vLLM: R1's prompt opens the reasoning, which is free; the grammar
+    # would hold from the token after </think>, which random weights never
+    # write: the output is the unconstrained text, all reasoning.
+    message = json.loads(chat(r1, guided_regex="[a-z]{1,8}"))["choices"][0]["message"]
+    assert message["reasoning"] == plain_text(r1) and message["content"] is None
+
+
+def test_a_grammar_without_an_opened_reasoning_holds_from_the_first_token():
+    # Qwen3's prompt does not open the reasoning (its output may or may not
+    # begin with <think>): the grammar holds from the start, and there is no
+    # reasoning.
+    s = serve(QWEN3)
+    try:
+        message = json.loads(chat(s, guided_regex="[a-z]{1,8}", ignore_eos=False))["choices"][0]["message"]
+        assert "reasoning" not in message
+        assert re.fullmatch("[a-z]{1,8}", message["content"]), message
+    finally:
+        assert s.stop() == 0
 
 
 def test_qwen3_without_thinking_answers_content():
