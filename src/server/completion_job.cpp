@@ -205,7 +205,7 @@ void CompletionJob::apply(Node& node) {
     c.text += node.token.text;
     c.token_ids.push_back(node.token.token);
     c.num_tokens++;
-    if (request_.want_logprobs || request_.stream) c.token_texts.push_back(node.token.text);
+    if (request_.want_logprobs || request_.stream || request_.reasoning) c.token_texts.push_back(node.token.text);
     if (request_.want_logprobs) {
       c.token_logprobs.push_back(node.token.logprob);
       c.top_logprobs.push_back(std::move(node.token.top_logprobs));
@@ -226,11 +226,23 @@ void CompletionJob::apply(Node& node) {
 
 // With a reasoning parser, the <think> part of the text moves to `reasoning`
 // (a tag cut by the end of this piece waits in the splitter).
+// Fed a token's text at a time where the pieces are known, so that each
+// token inside the reasoning (or adding to it) counts as a reasoning token.
 void CompletionJob::split_reasoning(size_t index, ChoiceOutput& c) {
+  ReasoningSplitter& splitter = reasoning_[index];
   const std::string text = std::move(c.text);
   c.text.clear();
-  reasoning_[index].feed(text, c.reasoning, c.text);
-  if (c.finish) reasoning_[index].finish(c.reasoning, c.text);
+  if (!c.token_ids.empty() && c.token_texts.size() == c.token_ids.size()) {
+    for (const std::string& piece : c.token_texts) {
+      const size_t before = c.reasoning.size();
+      const bool inside = splitter.in_reasoning();
+      splitter.feed(piece, c.reasoning, c.text);
+      c.reasoning_tokens += inside || c.reasoning.size() > before ? 1 : 0;
+    }
+  } else {
+    splitter.feed(text, c.reasoning, c.text);
+  }
+  if (c.finish) splitter.finish(c.reasoning, c.text);
 }
 
 // With a tool parser, text that may begin a call waits in `held`; at the
@@ -299,6 +311,7 @@ void CompletionJob::write_stream_pieces() {
     c.top_logprobs.clear();
     c.tool_calls.clear();
     c.reasoning.clear();
+    c.reasoning_tokens = 0;
     c.finish.reset();
   }
 }

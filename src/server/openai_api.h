@@ -146,6 +146,7 @@ struct ChoiceOutput {
   int64_t text_offset = 0;                 // bytes of text before this piece (logprobs.text_offset)
   std::vector<ToolCall> tool_calls;        // chat with a tool parser: the calls parsed at the end
   std::string reasoning;                   // chat with a reasoning parser: the <think> part
+  int64_t reasoning_tokens = 0;            // the tokens fed while inside it, or that added to it
 
   std::optional<FinishEvent> finish;
 };

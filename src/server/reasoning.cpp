@@ -155,10 +155,12 @@ void ReasoningSplitter::feed_harmony(std::string& reasoning, std::string& conten
   }
 }
 
+bool ReasoningSplitter::in_reasoning() const {
+  return state_ == State::kReasoning || (state_ == State::kStart && starts_inside_ && format_ != ReasoningFormat::kHarmony);
+}
+
 void ReasoningSplitter::finish(std::string& reasoning, std::string& content) {
-  const bool in_reasoning = state_ == State::kReasoning ||
-                            (state_ == State::kStart && starts_inside_ && format_ != ReasoningFormat::kHarmony);
-  (in_reasoning ? reasoning : content) += held_;
+  (in_reasoning() ? reasoning : content) += held_;
   held_.clear();
 }
 

@@ -56,6 +56,8 @@ class ReasoningSplitter {
   void feed(std::string_view text, std::string& reasoning, std::string& content);
   // The output ended: what was held goes where it stands.
   void finish(std::string& reasoning, std::string& content);
+  // Whether the text fed so far leaves the output inside the reasoning.
+  bool in_reasoning() const;
 
  private:
   // kStart: before the first non-blank text, which may open the reasoning

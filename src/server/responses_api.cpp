@@ -164,7 +164,7 @@ ojson response_object(const ResponseMeta& meta, const ResponsesRequest& request,
     r["usage"] = {{"input_tokens", in},
                   {"input_tokens_details", {{"cached_tokens", c->finish->num_cached_prompt_tokens}}},
                   {"output_tokens", out},
-                  {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                  {"output_tokens_details", {{"reasoning_tokens", c->reasoning_tokens}}},
                   {"total_tokens", in + out}};
   } else {
     r["usage"] = nullptr;
@@ -301,6 +301,7 @@ void ResponseEventStream::open(std::string& out, const ojson& item, std::optiona
 std::string ResponseEventStream::add(const ChoiceOutput& piece) {
   whole_.text += piece.text;
   whole_.reasoning += piece.reasoning;
+  whole_.reasoning_tokens += piece.reasoning_tokens;
   whole_.tool_calls.insert(whole_.tool_calls.end(), piece.tool_calls.begin(), piece.tool_calls.end());
   whole_.num_tokens = piece.num_tokens;
   // Items are opened empty: the whole output is built once, at the finish.

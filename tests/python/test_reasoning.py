@@ -86,13 +86,17 @@ def test_responses_api_answers_a_reasoning_item(r1):
     whole = json.loads(chat(r1))["choices"][0]["message"]["reasoning"]
     body = {"model": MODEL, "input": MESSAGES, "max_output_tokens": 32, "temperature": 1.0, "seed": 7,
             "ignore_eos": True}
-    output = json.loads(post(r1, "/v1/responses", body))["output"]
+    response = json.loads(post(r1, "/v1/responses", body))
+    output = response["output"]
+    # Every token is reasoning: the prompt opens it and random weights never close it.
+    assert response["usage"]["output_tokens_details"]["reasoning_tokens"] == 32
     assert output[0]["type"] == "reasoning" and output[0]["id"].startswith("rs_")
     assert output[0]["content"] == [{"type": "reasoning_text", "text": whole}]
     events = [json.loads(line[6:]) for line in post(r1, "/v1/responses", {**body, "stream": True}).decode().split("\n")
               if line.startswith("data: ")]
     deltas = [e["delta"] for e in events if e["type"] == "response.reasoning_text.delta"]
     assert "".join(deltas) == whole
+    assert events[-1]["response"]["usage"]["output_tokens_details"]["reasoning_tokens"] == 32
 
 
 def test_a_grammar_holds_after_the_reasoning(r1):

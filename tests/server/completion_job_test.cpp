@@ -20,7 +20,10 @@ namespace {
 
 class FakeConnection : public ResponseWriter {
  public:
-  void respond(int status, std::string, std::string, HttpHeaders) override { last_status = status; }
+  void respond(int status, std::string, std::string body, HttpHeaders) override {
+    last_status = status;
+    last_body = std::move(body);
+  }
   void begin_stream() override {}
   void write_raw(std::string) override {}
   void end_stream() override {}
@@ -57,6 +60,7 @@ class FakeConnection : public ResponseWriter {
   }
 
   int last_status = 0;
+  std::string last_body;
   AccessUsage usage;
   bool closed = false;
   std::function<void()> on_close;
@@ -122,6 +126,33 @@ TEST_F(CompletionJobTest, AFinishedJobLeavesTheRegistry) {
   EXPECT_EQ(connection->usage.prompt_tokens, 3);
   EXPECT_GT(connection->usage.completion_tokens, 0);
   EXPECT_GT(connection->usage.first_token_s, 0.0);
+}
+
+// The Responses usage counts as reasoning each token fed while inside the
+// reasoning (the closing tag's included): a regex makes the output exactly
+// "abc</think>xyz" on the byte vocabulary, a token a byte.
+TEST_F(CompletionJobTest, ReasoningTokensAreTheTokensInsideTheReasoning) {
+  auto connection = std::make_shared<FakeConnection>();
+  CompletionRequest request;
+  request.prompts = {{256, 10, 20}};
+  request.max_tokens = 40;
+  request.chat = true;
+  request.reasoning = ReasoningFormat::kThink;
+  request.reasoning_opened = true;
+  request.structured_output.kind = StructuredOutput::Kind::kRegex;
+  request.structured_output.spec = "abc</think>xyz";
+  ResponsesRequest responses;
+  responses.store = false;
+  request.responses = std::make_shared<const ResponsesRequest>(std::move(responses));
+  JobContext context{engine_.get(), gate_, &registry_, &disconnects_, {}};
+  auto job = std::make_shared<CompletionJob>(std::move(context), connection, std::move(request), ResponseMeta{});
+  job->start();
+  ASSERT_TRUE(connection->run_until([&] { return connection->last_status != 0; }));
+  ASSERT_EQ(connection->last_status, 200) << connection->last_body;
+  const nlohmann::json response = nlohmann::json::parse(connection->last_body);
+  EXPECT_EQ(response["usage"]["output_tokens"], 14);
+  EXPECT_EQ(response["usage"]["output_tokens_details"]["reasoning_tokens"], 11);
+  EXPECT_EQ(response["output"][0]["content"][0]["text"], "abc");
 }
 
 }  // namespace
