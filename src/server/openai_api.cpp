@@ -13,6 +13,7 @@
 #include "bundle/chat_prompt.h"
 #include "core/log.h"
 #include "server/chat_tools.h"
+#include "server/fill_in_middle.h"
 #include "server/structured_fields.h"
 
 namespace zl::server {
@@ -334,9 +335,8 @@ OptError reject_unsupported(const json& j, int32_t n) {
   if (const json* best_of = find(j, "best_of"))
     if (!best_of->is_number_integer() || best_of->get<int64_t>() != n)
       return bad_request("best_of", "best_of is not supported (only best_of == n)");
-  if (const json* suffix = find(j, "suffix"))
-    if (!suffix->is_string() || !suffix->get_ref<const std::string&>().empty())
-      return bad_request("suffix", "suffix is not supported");
+  if (const json* suffix = find(j, "suffix"); suffix && !suffix->is_null() && !suffix->is_string())
+    return bad_request("suffix", "suffix must be a string");
   return std::nullopt;
 }
 
@@ -403,11 +403,36 @@ OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionR
   return std::nullopt;
 }
 
+// A prompt with a suffix (server/fill_in_middle.h): one text prompt, on a
+// vocabulary with fill-in-the-middle tokens; the text goes between them.
+OptError read_fill_in_middle(const json& j, const std::string& suffix, const Tokenizer& tokenizer,
+                             const ApiLimits& limits, CompletionRequest& out) {
+  const std::optional<FimTokens> fim = find_fim_tokens(tokenizer);
+  if (!fim)
+    return bad_request("suffix", "suffix needs a model whose vocabulary has fill-in-the-middle tokens "
+                                 "(<|fim_prefix|>, <fim_prefix>, ...); this one has none");
+  if (out.echo) return bad_request("suffix", "suffix and echo cannot be used together");
+  const json* p = find(j, "prompt");
+  if (p && p->is_array() && p->size() == 1) p = &(*p)[0];
+  if (!p || !p->is_string()) return bad_request("suffix", "suffix needs the prompt as one text");
+  const std::string& prefix = p->get_ref<const std::string&>();
+  if (OptError e = check_prompt_bytes("prompt", prefix.size() + suffix.size(), limits)) return e;
+  std::vector<int32_t> ids = fill_in_middle_prompt(tokenizer, *fim, prefix, suffix);
+  if (OptError e = check_prompt_length(ids.size(), limits)) return e;
+  out.prompts.push_back(std::move(ids));
+  return std::nullopt;
+}
+
 OptError parse_fields(const json& j, const Tokenizer& tokenizer, const ApiLimits& limits, CompletionRequest& out) {
   if (OptError e = parse_common_fields(j, limits, out)) return e;
   if (OptError e = read_bool(j, "echo", out.echo)) return e;
   // The prompt last: tokenizing is the expensive part, done once the cheap checks passed.
-  if (OptError e = read_prompts(j, tokenizer, limits, out.prompts)) return e;
+  const json* suffix = find(j, "suffix");
+  if (suffix && suffix->is_string() && !suffix->get_ref<const std::string&>().empty()) {
+    if (OptError e = read_fill_in_middle(j, suffix->get_ref<const std::string&>(), tokenizer, limits, out)) return e;
+  } else if (OptError e = read_prompts(j, tokenizer, limits, out.prompts)) {
+    return e;
+  }
   if (out.prompts.size() * static_cast<size_t>(out.n) > static_cast<size_t>(limits.max_choices))
     return bad_request("n", str_cat("prompts x n must be at most ", limits.max_choices));
   for (const std::vector<int32_t>& prompt : out.prompts)

@@ -67,6 +67,47 @@ TEST_F(OpenAiApiTest, ParsesAFullRequest) {
   EXPECT_FLOAT_EQ(request_.sampling.logit_bias[1].bias, -100.0f);
 }
 
+// The byte vocabulary plus Qwen's three fill-in-the-middle tokens (ids
+// 300-302), spelled in text with parse_special.
+class FimTokenizer : public Tokenizer {
+ public:
+  static constexpr std::string_view kNames[] = {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"};
+  std::vector<int32_t> encode(std::string_view text, bool add_special = true, bool parse_special = false) const override {
+    for (int32_t k = 0; k < 3; ++k)
+      if (parse_special && text == kNames[k]) return {300 + k};
+    return bytes_->encode(text, add_special, parse_special);
+  }
+  std::string decode(std::span<const int32_t> ids, bool skip_special = true) const override {
+    return bytes_->decode(ids, skip_special);
+  }
+  int32_t vocab_size() const override { return 512; }
+  std::string token_text(int32_t id) const override {
+    return id >= 300 && id < 303 ? std::string(kNames[id - 300]) : bytes_->token_text(id);
+  }
+  bool is_special(int32_t id) const override { return bytes_->is_special(id); }
+  TokenSpelling token_spelling() const override { return bytes_->token_spelling(); }
+  const SpecialTokenIds& special_ids() const override { return bytes_->special_ids(); }
+  std::string describe() const override { return "bytes + fim"; }
+
+ private:
+  std::unique_ptr<Tokenizer> bytes_ = make_byte_tokenizer(512);
+};
+
+// suffix: the prompt laid out prefix first between the vocabulary's FIM
+// tokens; a vocabulary without them, or a prompt that is not one text, 400.
+TEST_F(OpenAiApiTest, SuffixFillsInTheMiddle) {
+  EXPECT_EQ(param_of(R"({"prompt":"def f(","suffix":"):"})"), "suffix");  // bytes only: no FIM tokens
+  EXPECT_EQ(param_of(R"({"prompt":"x","suffix":3})"), "suffix");
+  EXPECT_EQ(param_of(R"({"prompt":"x","suffix":""})"), "<ok>");  // an empty suffix changes nothing
+  tokenizer_ = std::make_unique<FimTokenizer>();
+  ASSERT_FALSE(parse(R"({"prompt":["ab"],"suffix":"c"})"));
+  EXPECT_EQ(request_.prompts, (std::vector<std::vector<int32_t>>{{256, 300, 'a', 'b', 301, 'c', 302}}));
+  EXPECT_EQ(param_of(R"({"prompt":[1,2],"suffix":"c"})"), "suffix");
+  EXPECT_EQ(param_of(R"({"prompt":["a","b"],"suffix":"c"})"), "suffix");
+  EXPECT_EQ(param_of(R"({"prompt":"a","suffix":"c","echo":true})"), "suffix");
+  EXPECT_EQ(param_of(R"({"prompt":"a","suffix":")" + std::string(100, 'x') + R"("})"), "prompt");  // beyond the context
+}
+
 TEST_F(OpenAiApiTest, PromptShapes) {
   ASSERT_FALSE(parse(R"({"prompt":["a","bc"]})"));
   EXPECT_EQ(request_.prompts.size(), 2u);

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/fill_in_middle.h"
 #include "test_util.h"
 #include "tokenizer_golden.h"
 #include "tokenizer/hf_tokenizer.h"
@@ -184,6 +185,11 @@ TEST(GgufBpe, Qwen2FromVocabJsonAndMerges) {
   auto tok = make_bpe_tokenizer_from_vocab(vocab);
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   check_llama_cpp_vocab_test(**tok, "qwen2");
+  // Its fill-in-the-middle tokens, by name (the server's `suffix`).
+  const std::optional<server::FimTokens> fim = server::find_fim_tokens(**tok);
+  ASSERT_TRUE(fim.has_value());
+  EXPECT_EQ((*tok)->token_text(fim->prefix), "<|fim_prefix|>");
+  EXPECT_EQ((*tok)->token_text(fim->middle), "<|fim_middle|>");
   EXPECT_EQ((*tok)->encode("<|im_start|>user", false).front(), 151644);
   EXPECT_EQ((*tok)->decode((*tok)->encode("Hello, 世界 🙂", false)), "Hello, 世界 🙂");
 }
