@@ -4,8 +4,15 @@ and JSON_SCHEMA modes), on dummy:tiny-4k (random weights) with Qwen 2.5's
 chat template. Where the grammar guarantees the form (a required or named
 tool call, a JSON schema), random weights suffice: every answer parses into
 the library's objects.
+
+instructor's JSON mode asks only for a JSON object (the schema goes in the
+system prompt), so the keys must come from the model: it runs on the
+released Gemma 3 270M (scripts/fetch_models.sh), greedy, and is skipped
+where that file is missing.
 """
 
+import os
+from pathlib import Path
 from typing import Annotated, List, Literal
 
 import pytest
@@ -61,3 +68,33 @@ def test_instructor(server, mode):
                                          temperature=1.0, seed=5,
                                          messages=[{"role": "user", "content": "Describe a pet."}])
     assert isinstance(pet, Pet)
+
+
+def model_cache():
+    if os.environ.get("ZEROLAYER_MODEL_CACHE"):
+        return Path(os.environ["ZEROLAYER_MODEL_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zerolayer"
+
+
+class Person(pydantic.BaseModel):
+    name: str
+    age: int
+
+
+def test_instructor_json_mode_on_a_released_model():
+    instructor = pytest.importorskip("instructor")
+    from test_http_server import Server
+    gguf = model_cache() / "gemma-3-270m-q4_k_m.gguf"
+    if not gguf.is_file():
+        pytest.skip(f"{gguf} is missing (scripts/fetch_models.sh fetches it)")
+    # The file has no chat template (a base model); ChatML carries the system prompt JSON mode sends.
+    s = Server("--model", str(gguf), "--served-model-name", MODEL, "--kv-cache-memory", "64M", "--max-seq-len", "1024",
+               "--chat-template", "chatml")
+    try:
+        client = instructor.from_openai(s.client(), mode=instructor.Mode.JSON)
+        person = client.chat.completions.create(
+            model=MODEL, response_model=Person, max_retries=0, max_tokens=100, temperature=0,
+            messages=[{"role": "user", "content": "John Smith is 31 years old. Extract the person."}])
+        assert isinstance(person, Person), person
+    finally:
+        assert s.stop() == 0
