@@ -48,7 +48,7 @@ void responses_route(const Fixture& f, std::string_view body) {
 
 void model_output(std::string_view text) {
   using zl::server::ToolCallFormat;
-  for (int f = 0; f <= static_cast<int>(ToolCallFormat::kHarmony); ++f) {
+  for (int f = 0; f <= static_cast<int>(ToolCallFormat::kDeepSeekV3); ++f) {  // the last
     const auto format = static_cast<ToolCallFormat>(f);
     (void)zl::server::parse_tool_calls(format, text);
     zl::server::ToolCallStream stream(format);

@@ -37,18 +37,26 @@ std::vector<int32_t> end_of_turn_token_ids(const Tokenizer& tokenizer) {
 
 }  // namespace
 
-bool renders_object_arguments(const ChatTemplate& chat_template) {
-  auto turn = [](nlohmann::ordered_json arguments) {
+ToolCallRendering probe_tool_call_rendering(const ChatTemplate& chat_template) {
+  auto turn = [](const ToolCallRendering& way) {
+    const nlohmann::ordered_json arguments{{"a", 1}};
     nlohmann::ordered_json call{{"id", "call_probe"}, {"type", "function"},
-                                {"function", {{"name", "probe"}, {"arguments", std::move(arguments)}}}};
-    return nlohmann::ordered_json::array({{{"role", "user"}, {"content", "x"}},
-                                          {{"role", "assistant"}, {"content", ""}, {"tool_calls", nlohmann::ordered_json::array({call})}}});
+                                {"function", {{"name", "zl_probe"}, {"arguments", way.object_arguments ? arguments
+                                                                                                 : nlohmann::ordered_json(arguments.dump())}}}};
+    return nlohmann::ordered_json::array(
+        {{{"role", "user"}, {"content", "x"}},
+         {{"role", "assistant"}, {"content", way.null_content ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json("")},
+          {"tool_calls", nlohmann::ordered_json::array({call})}}});
   };
-  const nlohmann::ordered_json arguments{{"a", 1}};
-  if (apply_chat_template(chat_template, turn(arguments), {}).ok()) return true;
-  return !apply_chat_template(chat_template, turn(arguments.dump()), {}).ok();
+  for (bool null_content : {false, true}) {
+    for (bool object_arguments : {true, false}) {
+      const ToolCallRendering way{object_arguments, null_content};
+      StatusOr<std::string> text = apply_chat_template(chat_template, turn(way), {});
+      if (text.ok() && text->find("zl_probe") != std::string::npos) return way;
+    }
+  }
+  return {};
 }
-
 
 StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, const std::string& tokenizer_path,
                                                 const std::string& gguf_template, const std::string& override_template,
@@ -67,7 +75,9 @@ StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, c
   loaded.bos_token = std::move(resolved.bos_token);
   loaded.eos_token = std::move(resolved.eos_token);
   if (tokenizer) loaded.end_of_turn_ids = end_of_turn_token_ids(*tokenizer);
-  loaded.object_arguments = renders_object_arguments(*loaded.chat_template);
+  const ToolCallRendering rendering = probe_tool_call_rendering(*loaded.chat_template);
+  loaded.object_arguments = rendering.object_arguments;
+  loaded.null_content = rendering.null_content;
   return loaded;
 }
 

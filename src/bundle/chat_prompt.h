@@ -35,6 +35,10 @@ struct LoadedChatTemplate {
   // (transformers' convention), or, for a template that cannot render those
   // (DeepSeek V3.1 concatenates them as text), as the JSON text sent.
   bool object_arguments = true;
+  // A tool-call turn's absent content reaches the template as "" (Qwen3's
+  // reads it as a string), or as null for a template that renders the calls
+  // only then (DeepSeek R1's: `message['content'] is none`).
+  bool null_content = false;
 };
 
 struct ChatPrompt {
@@ -42,11 +46,16 @@ struct ChatPrompt {
   std::vector<int32_t> ids;  // its encoding
 };
 
-// Whether the template renders a tool call whose arguments are an object:
-// false only when it fails on one and renders the same call as JSON text
-// (llama.cpp probes its templates for the same reason). Sets
-// LoadedChatTemplate::object_arguments.
-bool renders_object_arguments(const ChatTemplate& chat_template);
+// How the template renders an assistant turn of tool calls
+// (LoadedChatTemplate::object_arguments and null_content): the first of
+// content "" or null, then arguments as an object or as JSON text, whose
+// rendering succeeds and shows the call (llama.cpp probes its templates for
+// the same reason); a template that shows none gets "" and objects.
+struct ToolCallRendering {
+  bool object_arguments = true;
+  bool null_content = false;
+};
+ToolCallRendering probe_tool_call_rendering(const ChatTemplate& chat_template);
 
 // Resolves (resolve_chat_template's order) and parses the template of the
 // model read from `model_path` (a HF folder or a GGUF file: ModelSource::path,

@@ -36,12 +36,15 @@ Status check_names(const jinja::NodeList& body) {
 }
 
 // transformers: {"thinking": r, **message, "reasoning_content": r} when a
-// message carries its reasoning under any of these names.
+// message carries its reasoning under any of these names. Null fields are
+// dropped, but a null content, OpenAI's "no text, only tool calls", which
+// templates test for (DeepSeek R1's renders a turn's calls only when its
+// content `is none`).
 nlohmann::ordered_json normalize_message(const nlohmann::ordered_json& message) {
   if (!message.is_object()) return message;
   nlohmann::ordered_json clean = nlohmann::ordered_json::object();
   for (const auto& [k, v] : message.items()) {
-    if (!v.is_null()) clean[k] = v;
+    if (!v.is_null() || k == "content") clean[k] = v;
   }
   const nlohmann::ordered_json* reasoning = nullptr;
   for (const char* key : {"reasoning_content", "thinking", "reasoning"}) {

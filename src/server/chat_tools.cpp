@@ -36,7 +36,7 @@ bool has_tool(const ojson& tools, const std::string& name) {
 
 }  // namespace
 
-OptError normalize_tool_calls(ojson& message, size_t i, bool object_arguments) {
+OptError normalize_tool_calls(ojson& message, size_t i, const LoadedChatTemplate& chat) {
   if (const auto found = message.find("tool_calls"); found == message.end() || found->is_null()) return std::nullopt;
   const std::string where = str_cat("messages[", i, "].tool_calls");
   if (!message["tool_calls"].is_array()) return bad_request("messages", where + " must be a list");
@@ -44,7 +44,7 @@ OptError normalize_tool_calls(ojson& message, size_t i, bool object_arguments) {
   // templates read it as a string (Qwen3's: '</think>' in message.content).
   // Added before `calls` is taken: an ordered_json object is a vector, and
   // a new member moves the others (the fuzzer found the dangling reference).
-  if (!message.contains("content") || message["content"].is_null()) message["content"] = "";
+  if (!message.contains("content") || message["content"].is_null()) message["content"] = chat.null_content ? ojson() : ojson("");
   ojson* calls = &message["tool_calls"];
   for (size_t k = 0; k < calls->size(); ++k) {
     ojson& call = (*calls)[k];
@@ -53,7 +53,7 @@ OptError normalize_tool_calls(ojson& message, size_t i, bool object_arguments) {
       return bad_request("messages", str_cat(where, "[", k, "] must be {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}"));
     const auto args = function->find("arguments");
     if (args == function->end()) continue;
-    if (!object_arguments) {  // the template wants the JSON text
+    if (!chat.object_arguments) {  // the template wants the JSON text
       if (args->is_object()) *args = args->dump();
       continue;
     }

@@ -19,10 +19,10 @@ namespace zl::server {
 // An assistant message's tool_calls as templates expect them: OpenAI's
 // clients send each function.arguments as JSON text, templates (as
 // transformers' do) print it with tojson, so text that parses as an object
-// becomes that object, unless the template takes the text
-// (!object_arguments, LoadedChatTemplate); a null content becomes "".
-// messages[i] is `message`.
-std::optional<ApiError> normalize_tool_calls(nlohmann::ordered_json& message, size_t i, bool object_arguments);
+// becomes that object, unless the template takes the text; a null or absent
+// content becomes "", unless the template wants null (both probed at load:
+// LoadedChatTemplate). messages[i] is `message`.
+std::optional<ApiError> normalize_tool_calls(nlohmann::ordered_json& message, size_t i, const LoadedChatTemplate& chat);
 
 std::optional<ApiError> read_tool_choice(const nlohmann::ordered_json& body, const ChatSettings& chat,
                                          CompletionRequest& out);

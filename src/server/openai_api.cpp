@@ -490,7 +490,7 @@ OptError read_chat(const ojson& j, const ChatSettings& chat, ojson& messages, Ch
       return bad_message(
           str_cat("messages[", i, "].role '", r, "' is unknown; use system, developer, user, assistant or tool"));
     if (OptError e = normalize_content(message, i, r)) return e;
-    if (OptError e = normalize_tool_calls(message, i, chat.loaded.object_arguments)) return e;
+    if (OptError e = normalize_tool_calls(message, i, chat.loaded)) return e;
     messages.push_back(std::move(message));
   }
   if (auto tools = j.find("tools"); tools != j.end() && !tools->is_null()) {

@@ -39,7 +39,12 @@ constexpr TaggedSyntax kDeepSeekV31{"<｜tool▁calls▁begin｜>", "<｜tool▁
 constexpr TaggedSyntax kKimiK2{"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
                                "<|tool_call_end|>", "<|tool_calls_section_end|>", "functions.", true};
 
+// V3 and R1: the call's type, then the name, then the arguments in a JSON code block.
+constexpr TaggedSyntax kDeepSeekV3{"<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>function<｜tool▁sep｜>", "\n```json\n",
+                                   "\n```<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "", false};
+
 const TaggedSyntax* tagged_syntax(ToolCallFormat format) {
+  if (format == ToolCallFormat::kDeepSeekV3) return &kDeepSeekV3;
   if (format == ToolCallFormat::kDeepSeekV31) return &kDeepSeekV31;
   if (format == ToolCallFormat::kKimiK2) return &kKimiK2;
   return nullptr;
@@ -375,6 +380,7 @@ ojson tag_for(ToolCallFormat format, const ojson& tool) {
       begin = "<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>";
       end = "<|call|>";
       break;
+    case ToolCallFormat::kDeepSeekV3:
     case ToolCallFormat::kDeepSeekV31:
     case ToolCallFormat::kKimiK2: {
       const TaggedSyntax& s = *tagged_syntax(format);
@@ -395,7 +401,8 @@ ojson tag_for(ToolCallFormat format, const ojson& tool) {
 constexpr ToolCallFormat kFormats[] = {
     ToolCallFormat::kHermes,      ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
     ToolCallFormat::kGranite,     ToolCallFormat::kDeepSeekV31, ToolCallFormat::kKimiK2,
-    ToolCallFormat::kFunctionaryV32, ToolCallFormat::kCommandR7b, ToolCallFormat::kHarmony};
+    ToolCallFormat::kFunctionaryV32, ToolCallFormat::kCommandR7b, ToolCallFormat::kHarmony,
+    ToolCallFormat::kDeepSeekV3};
 
 std::optional<ToolCallFormat> tool_call_format_named(std::string_view name) {
   for (ToolCallFormat format : kFormats)
@@ -414,6 +421,7 @@ const char* tool_call_format_name(ToolCallFormat format) {
     case ToolCallFormat::kFunctionaryV32: return "functionary_v3_2";
     case ToolCallFormat::kCommandR7b: return "command_r7b";
     case ToolCallFormat::kHarmony: return "openai";
+    case ToolCallFormat::kDeepSeekV3: return "deepseek_v3";
   }
   return "hermes";
 }
@@ -437,7 +445,8 @@ std::optional<ToolCallFormat> detect_tool_call_format(std::string_view source) {
   if (source.find("[TOOL_CALLS][") != std::string_view::npos || source.find("[ARGS]") != std::string_view::npos)
     return ToolCallFormat::kMistral;
   if (source.find(kGraniteTag) != std::string_view::npos) return ToolCallFormat::kGranite;
-  if (source.find(kDeepSeekV31.call_begin) != std::string_view::npos) return ToolCallFormat::kDeepSeekV31;
+  if (source.find(kDeepSeekV31.call_begin) != std::string_view::npos)
+    return source.find("```json") != std::string_view::npos ? ToolCallFormat::kDeepSeekV3 : ToolCallFormat::kDeepSeekV31;
   if (source.find(kKimiK2.call_begin) != std::string_view::npos) return ToolCallFormat::kKimiK2;
   if (source.find("\"parameters\": ") != std::string_view::npos &&
       source.find("<|start_header_id|>") != std::string_view::npos)
@@ -459,6 +468,7 @@ ParsedOutput parse_tool_calls(ToolCallFormat format, std::string_view text) {
       return out;
     }
     case ToolCallFormat::kGranite: return parse_whole(text, kGraniteTag, true);
+    case ToolCallFormat::kDeepSeekV3:
     case ToolCallFormat::kDeepSeekV31:
     case ToolCallFormat::kKimiK2: return parse_tagged(*tagged_syntax(format), text);
     case ToolCallFormat::kFunctionaryV32: return parse_functionary(text);

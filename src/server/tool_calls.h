@@ -9,6 +9,8 @@
 //   granite      <|tool_call|>[{"name": ..., "arguments": {...}}, ...] (Granite 3.x)
 //   deepseek_v31 <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>name<｜tool▁sep｜>{...}
 //                <｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (DeepSeek V3.1)
+//   deepseek_v3  the same markers, each call function<｜tool▁sep｜>name\n```json\n{...}\n```
+//                (DeepSeek V3, R1 and its distills)
 //   kimi_k2      <|tool_calls_section_begin|><|tool_call_begin|>functions.name:0
 //                <|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
 //   functionary_v3_2  messages "recipient\nbody" joined by ">>>" (the prompt
@@ -40,7 +42,8 @@
 namespace zl::server {
 
 enum class ToolCallFormat {
-  kHermes, kLlama3Json, kMistral, kGranite, kDeepSeekV31, kKimiK2, kFunctionaryV32, kCommandR7b, kHarmony
+  kHermes, kLlama3Json, kMistral, kGranite, kDeepSeekV31, kKimiK2, kFunctionaryV32, kCommandR7b, kHarmony,
+  kDeepSeekV3
 };
 
 std::optional<ToolCallFormat> tool_call_format_named(std::string_view name);

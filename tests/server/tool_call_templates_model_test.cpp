@@ -75,13 +75,15 @@ TEST_P(ToolCallTemplateTest, RenderedCallsParseBack) {
   options.eos_token = "</s>";
   auto prompt = apply_chat_template(*parsed, messages, options);
   ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
-  // As the server passes it on (chat_tools.h: a null content becomes "", the
-  // arguments objects or their JSON text, as the template renders).
-  EXPECT_EQ(renders_object_arguments(*parsed), c.object_arguments);
+  // As the server passes it on (chat_tools.h: a null content becomes "" or
+  // stays null, the arguments objects or their JSON text, as the template
+  // renders them).
+  const ToolCallRendering way = probe_tool_call_rendering(*parsed);
+  EXPECT_EQ(way.object_arguments, c.object_arguments);
   ojson sent = calls;
-  if (!c.object_arguments)
+  if (!way.object_arguments)
     for (ojson& call : sent) call["function"]["arguments"] = call["function"]["arguments"].dump();
-  messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", sent}});
+  messages.push_back({{"role", "assistant"}, {"content", way.null_content ? ojson() : ojson("")}, {"tool_calls", sent}});
   options.add_generation_prompt = false;
   auto whole = apply_chat_template(*parsed, messages, options);
   ASSERT_TRUE(whole.ok()) << whole.status().to_string();
@@ -90,9 +92,9 @@ TEST_P(ToolCallTemplateTest, RenderedCallsParseBack) {
   // with "<think>\n", which a turn without reasoning does not have).
   size_t common = 0;
   while (common < prompt->size() && common < whole->size() && (*prompt)[common] == (*whole)[common]) ++common;
-  // From a line's start when the prompt is not all shared: "<think>" and
-  // "<tool_call>" share "<t".
-  if (common < prompt->size()) common = whole->rfind('\n', common - 1) + 1;
+  // From the tag they part in when the prompt is not all shared: "<think>"
+  // and "<tool_call>" share "<t", R1's "<think>" and "<｜tool▁calls▁begin｜>" "<".
+  if (common < prompt->size()) common = whole->rfind('<', common - 1);
   const std::string assistant = until_end_of_turn(whole->substr(common));
 
   // The reasoning parser first, as the server runs it: Qwen3 writes an empty
@@ -128,6 +130,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolCallFormat::kMistral, true},
                       Case{"Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolCallFormat::kMistral, true},
                       Case{"deepseek-ai-DeepSeek-V3.1.jinja", ToolCallFormat::kDeepSeekV31, true, false},
+                      Case{"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", ToolCallFormat::kDeepSeekV3, true, false},
                       Case{"moonshotai-Kimi-K2.jinja", ToolCallFormat::kKimiK2, true},
                       Case{"meetkai-functionary-medium-v3.2.jinja", ToolCallFormat::kFunctionaryV32, true, false},
                       Case{"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", ToolCallFormat::kCommandR7b, true},

@@ -123,6 +123,16 @@ TEST(ToolCallsTest, DeepSeekAndKimiSections) {
   out = parse_tool_calls(ToolCallFormat::kDeepSeekV31, bad);
   EXPECT_TRUE(out.calls.empty());
   EXPECT_EQ(out.content, bad);
+  // DeepSeek V3 / R1: the type, the name, then the arguments in a JSON code block.
+  out = parse_tool_calls(ToolCallFormat::kDeepSeekV3,
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Oslo\"}\n```"
+      "<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{}\n```<｜tool▁call▁end｜>"
+      "<｜tool▁calls▁end｜>");
+  ASSERT_EQ(out.calls.size(), 2u);
+  expect_call(out.calls[0], "get_weather", json{{"city", "Oslo"}});
+  expect_call(out.calls[1], "get_time", json::object());
+  EXPECT_EQ(detect_tool_call_format("'<｜tool▁call▁begin｜>' + tool['type'] + '<｜tool▁sep｜>' + name + '```json'"),
+            ToolCallFormat::kDeepSeekV3);
   EXPECT_EQ(streamable_prefix(ToolCallFormat::kKimiK2, "Sure.<|tool_calls_sec"), 5u);
   EXPECT_EQ(streamable_prefix(ToolCallFormat::kDeepSeekV31, "Sure."), 5u);
 }
@@ -246,7 +256,8 @@ TEST(ToolCallsTest, StreamingHoldsOnlyWhatMayBeACall) {
 TEST(ToolCallsTest, NamesAndDetection) {
   for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
                            ToolCallFormat::kGranite, ToolCallFormat::kDeepSeekV31, ToolCallFormat::kKimiK2,
-                           ToolCallFormat::kFunctionaryV32, ToolCallFormat::kCommandR7b, ToolCallFormat::kHarmony})
+                           ToolCallFormat::kFunctionaryV32, ToolCallFormat::kCommandR7b, ToolCallFormat::kHarmony,
+                           ToolCallFormat::kDeepSeekV3})
     EXPECT_EQ(tool_call_format_named(tool_call_format_name(f)), f);
   EXPECT_TRUE(marked_by_special_tokens(ToolCallFormat::kKimiK2));
   EXPECT_FALSE(marked_by_special_tokens(ToolCallFormat::kHermes));

@@ -261,10 +261,13 @@ TEST(ChatTemplate, ApplyChatTemplate) {
             "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   o.add_generation_prompt = false;
   EXPECT_EQ(*apply_chat_template(t, Json::array(), o), "");
-  // Null fields are dropped and reasoning is aliased, as transformers does.
+  // Null fields are dropped and reasoning is aliased, as transformers does;
+  // a null content stays, which templates test with `is none`.
   ChatTemplate keys = *ChatTemplate::parse("{% for m in messages %}{{ m|list }}{{ m.name is defined }}{% endfor %}");
   Json m = Json::parse(R"([{"role": "assistant", "content": "c", "name": null, "reasoning_content": "r"}])");
   EXPECT_EQ(*apply_chat_template(keys, m, o), "['thinking', 'role', 'content', 'reasoning_content']False");
+  ChatTemplate none = *ChatTemplate::parse("{% for m in messages %}{{ m.content is none }}{% endfor %}");
+  EXPECT_EQ(*apply_chat_template(none, Json::parse(R"([{"role": "assistant", "content": null}])"), o), "True");
   o.extra = {{"enable_thinking", false}};
   ChatTemplate extra = *ChatTemplate::parse("{{ enable_thinking }} {{ bos_token }}|{{ tools }}");
   o.bos_token = "<s>";

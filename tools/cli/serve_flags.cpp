@@ -84,10 +84,11 @@ void add_http_flags(CLI::App& cmd, server::HttpServerConfig& h) {
   cmd.add_option("--tool-call-parser", h.tool_call_parser,
                  "How tool calls are read from chat outputs: auto (the chat template's syntax), none, hermes "
                  "(<tool_call> JSON, Qwen and Hermes), llama3_json (Llama 3.x), mistral ([TOOL_CALLS]), granite "
-                 "(<|tool_call|>), deepseek_v31 (DeepSeek V3.1), kimi_k2 (Kimi K2), functionary_v3_2 (>>>name), "
+                 "(<|tool_call|>), deepseek_v3 (DeepSeek V3, R1), deepseek_v31 (DeepSeek V3.1), kimi_k2 (Kimi K2), "
+                 "functionary_v3_2 (>>>name), "
                  "command_r7b (<|START_ACTION|>), openai (gpt-oss's harmony)")
       ->envname(env("TOOL_CALL_PARSER"))
-      ->check(CLI::IsMember({"auto", "none", "hermes", "llama3_json", "mistral", "granite", "deepseek_v31", "kimi_k2",
+      ->check(CLI::IsMember({"auto", "none", "hermes", "llama3_json", "mistral", "granite", "deepseek_v3", "deepseek_v31", "kimi_k2",
                              "functionary_v3_2", "command_r7b", "openai"}))
       ->capture_default_str();
   cmd.add_option("--reasoning-parser", h.reasoning_parser,
