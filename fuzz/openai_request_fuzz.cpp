@@ -33,7 +33,7 @@ void responses_route(const Fixture& f, std::string_view body) {
   zl::server::ResponsesRequest request;
   if (zl::server::responses_to_chat(body, f.responses, chat_body, request)) return;
   zl::server::CompletionRequest chat;
-  (void)zl::server::parse_chat_request(chat_body.dump(), *f.tokenizer, f.limits, f.chat, chat);
+  (void)zl::server::parse_chat_object(chat_body, *f.tokenizer, f.limits, f.chat, chat);
   zl::server::ResponseMeta meta;
   zl::server::ChoiceOutput output;
   output.finish.emplace();

@@ -343,8 +343,7 @@ std::optional<ApiError> HttpServer::Impl::parse_request(Route route, const std::
   auto responses_request = std::make_shared<ResponsesRequest>();
   nlohmann::ordered_json chat_body;
   if (std::optional<ApiError> error = responses_to_chat(body, responses, chat_body, *responses_request)) return error;
-  const std::string chat_text = chat_body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  std::optional<ApiError> error = parse_chat_request(chat_text, e.tokenizer(), limits, chat, request);
+  std::optional<ApiError> error = parse_chat_object(chat_body, e.tokenizer(), limits, chat, request);
   request.stream = responses_request->stream;  // as response events (CompletionJob)
   request.responses = std::move(responses_request);
   return error;

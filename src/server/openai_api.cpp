@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "server/chat_tools.h"
 #include "server/fill_in_middle.h"
+#include "server/json_text.h"
 #include "server/structured_fields.h"
 
 namespace zl::server {
@@ -22,7 +23,6 @@ namespace {
 using nlohmann::json;
 using OptError = std::optional<ApiError>;
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // The last object key before byte `pos`: a parse error (NaN, Infinity,
 // ill-formed UTF-8 inside a value) can then name the field it happened in.
@@ -560,7 +560,9 @@ OptError choose_reasoning(const json& j, const ChatSettings& chat, const Tokeniz
   return std::nullopt;
 }
 
-OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& tokenizer, const ApiLimits& limits,
+// j: the body; ordered: the same with its objects' key order (tool schemas
+// keep theirs for the template's tojson).
+OptError parse_chat_fields(const ojson& ordered, json& j, const Tokenizer& tokenizer, const ApiLimits& limits,
                            const ChatSettings& chat, CompletionRequest& out, std::string* rendered) {
   out.chat = true;
   // Chat's logprobs is a boolean, with top_logprobs the count, not completions' count.
@@ -581,8 +583,6 @@ OptError parse_chat_fields(std::string_view body, json& j, const Tokenizer& toke
   if (OptError e = read_field(j, field::kMaxTokens, out.max_tokens, limits.max_seq_len, "max_completion_tokens"))
     return e;
   if (out.n > limits.max_choices) return bad_request("n", str_cat("n must be at most ", limits.max_choices));
-  ojson ordered;  // tool schemas keep their key order for the template's tojson
-  if (OptError e = parse_ordered(body, ordered)) return e;
   ojson messages;
   ChatTemplateOptions options;
   if (OptError e = read_chat(ordered, chat, messages, options)) return e;
@@ -641,7 +641,20 @@ std::optional<ApiError> parse_chat_request(std::string_view body, const Tokenize
   json j;
   if (OptError e = parse_object(body, j)) return e;
   try {
-    return parse_chat_fields(body, j, tokenizer, limits, chat, out, rendered);
+    ojson ordered;
+    if (OptError e = parse_ordered(body, ordered)) return e;
+    return parse_chat_fields(ordered, j, tokenizer, limits, chat, out, rendered);
+  } catch (const std::exception& e) {
+    return bad_request("", std::string("invalid request: ") + e.what());
+  }
+}
+
+std::optional<ApiError> parse_chat_object(const ojson& body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                          const ChatSettings& chat, CompletionRequest& out) {
+  if (!body.is_object()) return bad_request("", "the request body must be a JSON object");
+  try {
+    json j(body);
+    return parse_chat_fields(body, j, tokenizer, limits, chat, out, nullptr);
   } catch (const std::exception& e) {
     return bad_request("", std::string("invalid request: ") + e.what());
   }
@@ -657,7 +670,7 @@ std::optional<ApiError> apply_template_body(std::string_view body, const ChatSet
     if (OptError e = read_chat(ordered, chat, messages, options)) return e;
     StatusOr<std::string> text = render_chat_text(chat.loaded, messages, options);
     if (!text.ok()) return bad_message(text.status().message());
-    out = dump(json{{"prompt", *text}});
+    out = json_text(json{{"prompt", *text}});
     return std::nullopt;
   } catch (const std::exception& e) {
     return bad_request("", std::string("invalid request: ") + e.what());
@@ -731,7 +744,7 @@ std::optional<ApiError> tokenize_body(std::string_view body, const Tokenizer& to
   bool add_special = !is_chat || !template_wrote_bos(chat.loaded, text);
   if (OptError e = read_bool(j, "add_special_tokens", add_special)) return e;
   std::vector<int32_t> ids = tokenizer.encode(text, add_special);
-  out = dump(json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", limits.max_seq_len}});
+  out = json_text(json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", limits.max_seq_len}});
   return std::nullopt;
 }
 
@@ -752,7 +765,7 @@ std::optional<ApiError> detokenize_body(std::string_view body, const Tokenizer& 
       return bad_request("tokens", str_cat("tokens: token id ", id, " is out of range [0, ", limits.vocab_size, ")"));
     ids.push_back(static_cast<int32_t>(id));
   }
-  out = dump(json{{"prompt", tokenizer.decode(ids, false)}});
+  out = json_text(json{{"prompt", tokenizer.decode(ids, false)}});
   return std::nullopt;
 }
 

@@ -121,6 +121,9 @@ std::optional<ApiError> parse_completion_request(std::string_view body, const To
 std::optional<ApiError> parse_chat_request(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
                                            const ChatSettings& chat, CompletionRequest& out,
                                            std::string* rendered = nullptr);
+// The same for a body already parsed (POST /v1/responses makes one).
+std::optional<ApiError> parse_chat_object(const nlohmann::ordered_json& body, const Tokenizer& tokenizer,
+                                          const ApiLimits& limits, const ChatSettings& chat, CompletionRequest& out);
 
 // POST /apply-template: a chat body in, {"prompt": rendered_text} out.
 std::optional<ApiError> apply_template_body(std::string_view body, const ChatSettings& chat, std::string& out);

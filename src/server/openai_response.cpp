@@ -4,14 +4,15 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "server/json_text.h"
 #include "server/openai_api.h"
+
 
 namespace zl::server {
 namespace {
 
 using nlohmann::json;
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // Token i's text: the piece the stream gave it (so the pieces join into the
 // choice's text, leading spaces kept), else its decoding alone.
@@ -172,10 +173,10 @@ json head_json(const ResponseMeta& meta) {
 }  // namespace
 
 std::string render_body(const CompletionRequest& request, bool chat) {
-  if (chat) return dump(json{{"token_ids", request.prompts.at(0)}});
+  if (chat) return json_text(json{{"token_ids", request.prompts.at(0)}});
   json out = json::array();
   for (const std::vector<int32_t>& prompt : request.prompts) out.push_back(json{{"token_ids", prompt}});
-  return dump(out);
+  return json_text(out);
 }
 
 std::string echo_text(const CompletionRequest& request, int32_t index, const Tokenizer& tokenizer) {
@@ -213,7 +214,7 @@ std::string completion_body(const ResponseMeta& meta, const CompletionRequest& r
   j["choices"] = std::move(list);
   j["usage"] = usage_json(prompt_tokens, completion_tokens, cached_tokens);
   if (!choices.empty() && choices[0].finish) j["timings"] = timings_json(*choices[0].finish);
-  return dump(j);
+  return json_text(j);
 }
 
 std::string completion_chunk(const ResponseMeta& meta, int32_t index, const ChoiceOutput& piece,
@@ -222,7 +223,7 @@ std::string completion_chunk(const ResponseMeta& meta, int32_t index, const Choi
   j["choices"] = json::array({choice_json(index, piece, request, tokenizer)});
   if (piece.finish) j["timings"] = timings_json(*piece.finish);
   if (request.continuous_usage) j["usage"] = usage_json(prompt_tokens_of(request, index), piece.num_tokens, 0);
-  return dump(j);
+  return json_text(j);
 }
 
 std::string chat_role_chunk(const ResponseMeta& meta, int32_t index) {
@@ -230,28 +231,28 @@ std::string chat_role_chunk(const ResponseMeta& meta, int32_t index) {
   json choice{{"index", index}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
               {"finish_reason", nullptr}};
   j["choices"] = json::array({std::move(choice)});
-  return dump(j);
+  return json_text(j);
 }
 
 std::string usage_chunk(const ResponseMeta& meta, int64_t prompt_tokens, int64_t completion_tokens) {
   json j = head_json(meta);
   j["choices"] = json::array();
   j["usage"] = usage_json(prompt_tokens, completion_tokens, 0);
-  return dump(j);
+  return json_text(j);
 }
 
 std::string error_body(const ApiError& error) {
   json e{{"message", error.message}, {"type", error.type}};
   e["param"] = error.param.empty() ? json(nullptr) : json(error.param);
   e["code"] = error.code.empty() ? json(nullptr) : json(error.code);
-  return dump(json{{"error", e}});
+  return json_text(json{{"error", e}});
 }
 
 std::string models_body(const std::string& served_name, const std::string& root, int64_t created,
                         int32_t max_model_len, bool one) {
   json model{{"id", served_name}, {"object", "model"},   {"created", created},
              {"owned_by", "zerolayer"}, {"root", root}, {"max_model_len", max_model_len}};
-  return one ? dump(model) : dump(json{{"object", "list"}, {"data", json::array({model})}});
+  return one ? json_text(model) : json_text(json{{"object", "list"}, {"data", json::array({model})}});
 }
 
 }  // namespace zl::server

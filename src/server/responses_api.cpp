@@ -2,13 +2,14 @@
 
 #include <chrono>
 
+#include "server/json_text.h"
+
 namespace zl::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 using OptError = std::optional<ApiError>;
 
-std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
 ojson merged(ojson a, const ojson& b) {
   a.update(b);
@@ -151,14 +152,17 @@ ojson output_items(const ResponseMeta& meta, const ChoiceOutput& c) {
   return items;
 }
 
-ojson response_object(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput* c) {
+// The response as it stands: in progress (no choice yet), or finished with
+// `output`, the choice's items (output_items).
+ojson response_object(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput* c,
+                      ojson output = ojson::array()) {
   ojson r{{"id", meta.id}, {"object", "response"}, {"created_at", meta.created}, {"model", meta.model}};
   const bool incomplete = c && c->finish && c->finish->reason == FinishReason::kLength && c->tool_calls.empty();
   r["status"] = !c ? "in_progress" : incomplete ? "incomplete" : "completed";
   r["error"] = nullptr;
   r["incomplete_details"] = incomplete ? ojson{{"reason", "max_output_tokens"}} : ojson(nullptr);
   for (const auto& [key, value] : request.echo.items()) r[key] = value;
-  r["output"] = c ? output_items(meta, *c) : ojson::array();
+  r["output"] = std::move(output);
   if (c && c->finish) {
     const int64_t in = c->finish->num_prompt_tokens, out = c->finish->num_generated_tokens;
     r["usage"] = {{"input_tokens", in},
@@ -175,7 +179,7 @@ ojson response_object(const ResponseMeta& meta, const ResponsesRequest& request,
 }  // namespace
 
 void ResponseStore::put(const std::string& id, ojson messages) {
-  const size_t bytes = dump(messages).size() + id.size();
+  const size_t bytes = json_text(messages).size() + id.size();
   if (bytes > kMaxStoredBytes) return;
   std::lock_guard<std::mutex> lock(mutex_);
   entries_.push_back(Entry{id, std::move(messages), bytes});
@@ -269,12 +273,12 @@ ojson stored_conversation(const ResponsesRequest& request, const ChoiceOutput& c
 }
 
 std::string response_body(const ResponseMeta& meta, const ResponsesRequest& request, const ChoiceOutput& c) {
-  return dump(response_object(meta, request, &c));
+  return json_text(response_object(meta, request, &c, output_items(meta, c)));
 }
 
 void ResponseEventStream::event(std::string& out, const char* type, ojson data) {
   data = merged(ojson{{"type", type}, {"sequence_number", sequence_++}}, data);
-  out += str_cat("event: ", type, "\ndata: ", dump(data), "\n\n");
+  out += str_cat("event: ", type, "\ndata: ", json_text(data), "\n\n");
 }
 
 std::string ResponseEventStream::begin() {
@@ -362,7 +366,7 @@ std::string ResponseEventStream::finish() {
   }
   const bool incomplete = whole_.finish->reason == FinishReason::kLength && whole_.tool_calls.empty();
   event(out, incomplete ? "response.incomplete" : "response.completed",
-        {{"response", response_object(meta_, request_, &whole_)}});
+        {{"response", response_object(meta_, request_, &whole_, items)}});
   return out;
 }
 

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "server/json_text.h"
+
 namespace zl::server {
 namespace {
 
@@ -29,7 +31,7 @@ OptError set_schema(const std::string& field, const json& value, StructuredOutpu
   if (value.is_string()) return set_text(Kind::kJsonSchema, field, value, out);
   if (!value.is_object() && !value.is_boolean()) return bad_request(field, field + " must be a JSON schema (an object)");
   out.kind = Kind::kJsonSchema;
-  out.spec = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  out.spec = json_text(value);
   if (out.spec.size() > kMaxSpecBytes) return bad_request(field, str_cat(field, " must be at most ", kMaxSpecBytes, " bytes"));
   return std::nullopt;
 }
@@ -66,7 +68,7 @@ OptError read_response_format(const json& value, StructuredOutput& out) {
     if (!value.contains("format") || !value["format"].is_object())
       return bad_request("response_format.format", "a structural_tag response_format needs a \"format\" object");
     out.kind = Kind::kStructuralTag;
-    out.spec = value.dump(-1, ' ', false, json::error_handler_t::replace);
+    out.spec = json_text(value);
     if (out.spec.size() > kMaxSpecBytes) return bad_request("response_format", str_cat("response_format must be at most ", kMaxSpecBytes, " bytes"));
     return std::nullopt;
   }

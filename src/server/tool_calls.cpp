@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <random>
 
+#include "server/json_text.h"
+
 namespace zl::server {
 namespace {
 
@@ -56,7 +58,6 @@ std::string_view trim(std::string_view s) {
   return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
 }
 
-std::string dump_object(const json& args) { return args.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // 64 bits unique in the process: a process-wide random start, then a
 // counter through splitmix64.
@@ -103,9 +104,9 @@ std::optional<ToolCall> call_from_json(const json& j, const char* args_key, cons
     if (args->is_string()) {
       json parsed = json::parse(args->get_ref<const std::string&>(), nullptr, false);
       if (!parsed.is_object()) return std::nullopt;
-      call.arguments = dump_object(parsed);
+      call.arguments = json_text(parsed);
     } else if (args->is_object()) {
-      call.arguments = dump_object(*args);
+      call.arguments = json_text(*args);
     } else {
       return std::nullopt;
     }
@@ -164,7 +165,7 @@ ParsedOutput parse_tagged(const TaggedSyntax& s, std::string_view text) {
     const json args = json::parse(trim(text.substr(args_at, call_end - args_at)), nullptr, false);
     const std::string_view name = call_name(s, text.substr(name_at, name_end - name_at));
     if (name.empty() || !args.is_object()) return ParsedOutput{std::string(text), {}};
-    out.calls.push_back({next_call_id(), std::string(name), dump_object(args)});
+    out.calls.push_back({next_call_id(), std::string(name), json_text(args)});
     pos = std::min(call_end + s.call_end.size(), text.size());
   }
   if (out.calls.empty()) return ParsedOutput{std::string(text), {}};
@@ -190,7 +191,7 @@ ParsedOutput parse_mistral_args(std::string_view text) {
     const json args = json::parse(trim(body.substr(args_marker + kArgs.size(), next - args_marker - kArgs.size())),
                                   nullptr, false);
     if (name.empty() || !args.is_object()) return ParsedOutput{std::string(text), {}};
-    out.calls.push_back({"", std::string(name), dump_object(args)});
+    out.calls.push_back({"", std::string(name), json_text(args)});
     pos = next;
   }
   return out;
@@ -257,7 +258,7 @@ ParsedOutput parse_functionary(std::string_view text) {
       if (newline == std::string_view::npos || !is_function_name(recipient)) return ParsedOutput{std::string(text), {}};
       const json args = json::parse(trim(message.substr(newline + 1)), nullptr, false);
       if (!args.is_object()) return ParsedOutput{std::string(text), {}};
-      out.calls.push_back({next_call_id(), std::string(recipient), dump_object(args)});
+      out.calls.push_back({next_call_id(), std::string(recipient), json_text(args)});
     }
     if (next == std::string_view::npos) break;
     rest.remove_prefix(next + kFunctionarySep.size());
@@ -334,7 +335,7 @@ ParsedOutput parse_harmony(std::string_view text) {
     std::string_view name = recipient;
     if (name.starts_with(kHarmonyFunctions)) name.remove_prefix(kHarmonyFunctions.size());
     if (name.empty() || !args.is_object()) return ParsedOutput{std::string(text), {}};
-    out.calls.push_back({next_call_id(), std::string(name), dump_object(args)});
+    out.calls.push_back({next_call_id(), std::string(name), json_text(args)});
   }
   if (!out.calls.empty()) out.content = std::string(trim(out.content));
   return out;
@@ -347,7 +348,7 @@ size_t partial_marker_at_end(std::string_view text, std::string_view marker) {
   return 0;
 }
 
-std::string quoted(const std::string& s) { return dump_object(json(s)); }
+std::string quoted(const std::string& s) { return json_text(json(s)); }
 
 ojson tag_for(ToolCallFormat format, const ojson& tool) {
   const ojson& function = tool.at("function");
