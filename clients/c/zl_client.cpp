@@ -175,10 +175,13 @@ uint64_t payload_size(const zl_request* r, std::string* why) {
   for (uint32_t i = 0; i < r->num_stop && i < ZL_SHM_MAX_STOP; ++i) n += std::strlen(r->stop[i]);
   n += r->cache_salt ? std::strlen(r->cache_salt) : 0;
   n += r->structured_spec ? r->structured_spec_bytes : 0;
+  n += uint64_t(r->num_logit_bias) * sizeof(zl_shm_logit_bias);
   if (r->num_stop > ZL_SHM_MAX_STOP) *why = "num_stop exceeds ZL_SHM_MAX_STOP";
+  if (r->num_logit_bias > ZL_SHM_MAX_LOGIT_BIAS) *why = "num_logit_bias exceeds ZL_SHM_MAX_LOGIT_BIAS";
   if (r->num_stop_token_ids > ZL_SHM_MAX_STOP_TOKEN_IDS) *why = "num_stop_token_ids exceeds ZL_SHM_MAX_STOP_TOKEN_IDS";
   if (n >= ZL_SHM_REQUEST_PAYLOAD_BYTES)
-    *why = "stop token ids, stop strings, salt and structured spec take " + std::to_string(n) + " bytes; one record holds " +
+    *why = "stop token ids, stop strings, salt, structured spec and logit bias take " + std::to_string(n) +
+           " bytes; one record holds " +
            std::to_string(ZL_SHM_REQUEST_PAYLOAD_BYTES) + " beside at least one prompt byte";
   if (prompt_bytes(r) > UINT32_MAX) *why = "the prompt takes more than 4 GiB";
   return n;
@@ -251,6 +254,9 @@ void fill_request(const zl_client* c, const zl_request* r, uint64_t id, std::str
     out.structured_bytes = r->structured_spec_bytes;
     put(r->structured_spec, out.structured_bytes);
   }
+  out.num_logit_bias = r->logit_bias ? r->num_logit_bias : 0;
+  put(r->logit_bias, size_t(out.num_logit_bias) * sizeof(zl_shm_logit_bias));
+  out.keep_special_tokens = r->keep_special_tokens ? 1 : 0;
   if (r->signature) {
     out.has_signature = 1;
     std::memcpy(out.signature, r->signature, 16);

@@ -33,7 +33,7 @@ import time
 from collections import deque, namedtuple
 
 MAGIC = 0x31304D4853534C5A
-VERSION = 2
+VERSION = 3
 HEADER_BYTES = 4096
 CLIENT_BYTES = 256
 REQUEST_SLOT_BYTES = 16384
@@ -43,6 +43,7 @@ REQUEST_PAYLOAD_BYTES = REQUEST_SLOT_BYTES - 8 - REQUEST_FIXED_BYTES
 RESPONSE_TEXT_BYTES = RESPONSE_SLOT_BYTES - 8 - 256
 MAX_STOP = 16
 MAX_STOP_TOKEN_IDS = 64
+MAX_LOGIT_BIAS = 1024
 DEAD_AFTER_NS = 1_000_000_000
 
 SERVER_STOPPED = 2
@@ -60,8 +61,8 @@ _H_STATE, _H_HEARTBEAT = 84, 88
 # zl_shm_client offsets
 _C_STATE, _C_PID, _C_HEARTBEAT, _C_GENERATION, _C_PENDING = 0, 4, 8, 16, 24
 _C_DEQUEUE, _C_FUTEX, _C_SLEEPING = 64, 128, 132
-# zl_shm_request fixed part up to structured_bytes (216 bytes), after the 8-byte sequence
-_REQUEST = struct.Struct("<IIQQQII" "fifffffIQiI" "iifII I16I II16s I I II")
+# zl_shm_request fixed part up to num_logit_bias (224 bytes), after the 8-byte sequence
+_REQUEST = struct.Struct("<IIQQQII" "fifffffIQiI" "iifII I16I II16s I I II II")
 STRUCTURED_KINDS = {"json_object": 1, "json_schema": 2, "regex": 3, "choice": 4, "grammar": 5, "structural_tag": 6}
 # zl_shm_response up to top[] (96 bytes), after the 8-byte sequence
 _RESPONSE = struct.Struct("<IIQQifIIiiiiddddII")
@@ -250,14 +251,17 @@ class Client:
     def submit(self, prompt, max_new_tokens=256, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0,
                repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0, seed=None,
                num_top_logprobs=0, stop=(), stop_token_ids=(), ignore_eos=False, cache_salt="",
-               priority=0, min_token_prob=0.0, signature=None, structured=None):
+               priority=0, min_token_prob=0.0, signature=None, structured=None, logit_bias=None,
+               keep_special_tokens=False):
         """Writes one SUBMIT record; returns its request id. Events follow via next_event().
 
         prompt: text, a list of token ids, or chat messages ([{"role": ..., "content": ...}],
         rendered by the server through the model's chat template).
         structured: (kind, spec) constraining the output, kind one of STRUCTURED_KINDS
         (spec: a JSON schema, regex, EBNF grammar or structural tag as text; for "choice"
-        a list of strings; for "json_object" None)."""
+        a list of strings; for "json_object" None).
+        logit_bias: {token id: bias in [-100, 100]}, OpenAI's. keep_special_tokens: special
+        tokens are text too (vLLM's skip_special_tokens false)."""
         if isinstance(prompt, (list, tuple)) and prompt and isinstance(prompt[0], dict):
             kind, body = PROMPT_CHAT, _encode_chat(prompt)
             count = len(body)
@@ -276,7 +280,11 @@ class Client:
             structured_kind = STRUCTURED_KINDS[structured[0]]
             value = structured[1]
             spec = b"" if value is None else (json.dumps(value) if structured[0] == "choice" else value).encode("utf-8")
-        rest = struct.pack(f"<{len(stop_token_ids)}i", *stop_token_ids) + b"".join(stops) + salt + spec
+        bias = sorted((logit_bias or {}).items())
+        if len(bias) > MAX_LOGIT_BIAS:
+            raise ValueError(f"at most {MAX_LOGIT_BIAS} logit_bias entries")
+        packed_bias = b"".join(struct.pack("<if", int(i), float(b)) for i, b in bias)
+        rest = struct.pack(f"<{len(stop_token_ids)}i", *stop_token_ids) + b"".join(stops) + salt + spec + packed_bias
         if len(rest) >= REQUEST_PAYLOAD_BYTES:
             raise ValueError(f"stop ids, stops and salt take {len(rest)} bytes; a record holds {REQUEST_PAYLOAD_BYTES}")
         # What of the prompt does not fit beside the rest goes ahead in PROMPT_PART records.
@@ -293,12 +301,12 @@ class Client:
             0 if seed is None else 1, seed or 0, num_top_logprobs, 0,
             max_new_tokens, priority, min_token_prob, 1 if ignore_eos else 0, len(stops), len(stop_token_ids),
             *stop_bytes, len(salt), 0 if signature is None else 1, bytes(signature or b"\0" * 16), len(payload),
-            in_parts, structured_kind, len(spec))
+            in_parts, structured_kind, len(spec), 1 if keep_special_tokens else 0, len(bias))
         for at in range(0, in_parts, REQUEST_PAYLOAD_BYTES):
             part = body[at:min(at + REQUEST_PAYLOAD_BYTES, in_parts)]
             self._push(_REQUEST.pack(REQUEST_PROMPT_PART, self.slot, request_id, self._generation, 0, kind, 0,
                                      *([0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0]), 0, 0, 0.0, 0, 0, 0,
-                                     *([0] * MAX_STOP), 0, 0, b"\0" * 16, len(part), 0, 0, 0), part)
+                                     *([0] * MAX_STOP), 0, 0, b"\0" * 16, len(part), 0, 0, 0, 0, 0), part)
         self._push(fixed, payload)
         self._pending[request_id] = deque()
         return request_id
@@ -306,7 +314,7 @@ class Client:
     def cancel(self, request_id):
         fixed = _REQUEST.pack(REQUEST_CANCEL, self.slot, request_id, self._generation, _now_ns(), 0, 0,
                               *([0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0]), 0, 0, 0.0, 0, 0, 0,
-                              *([0] * MAX_STOP), 0, 0, b"\0" * 16, 0, 0, 0, 0)
+                              *([0] * MAX_STOP), 0, 0, b"\0" * 16, 0, 0, 0, 0, 0, 0)
         self._push(fixed)
 
     # -- responses -----------------------------------------------------

@@ -76,6 +76,9 @@ typedef struct zl_request {
   uint32_t structured_kind;         /* zl_shm_structured_kind: the output's language; 0: free text */
   const char* structured_spec;      /* its spec (zerolayer/shm_protocol.h), structured_spec_bytes of UTF-8 */
   uint32_t structured_spec_bytes;
+  const zl_shm_logit_bias* logit_bias; /* OpenAI's logit_bias: num_logit_bias {id, bias} entries, or NULL */
+  uint32_t num_logit_bias;
+  int32_t keep_special_tokens;      /* 1: special tokens are text too (vLLM's skip_special_tokens false) */
 } zl_request;
 
 /* One response record, copied out of the ring, plus when it was read. */

@@ -1,6 +1,8 @@
-/* zerolayer shared-memory protocol, version 2: the specification, as plain C.
+/* zerolayer shared-memory protocol, version 3: the specification, as plain C.
  * (Version 2 added a request's structured output: structured_kind and
- * structured_bytes, the spec last in the payload.)
+ * structured_bytes, the spec in the payload. Version 3 added logit_bias
+ * (num_logit_bias pairs last in the payload), keep_special_tokens, and the
+ * stop id that ended a request in its FINISH record's token.)
  *
  * One POSIX shared-memory segment (shm_open name, default "/zerolayer-<port>",
  * created by the server with O_CREAT|O_EXCL and mode 0600) holds, in order:
@@ -106,7 +108,7 @@ extern "C" {
 #endif
 
 #define ZL_SHM_MAGIC 0x31304d4853534c5aull /* "ZLSSHM01" little-endian */
-#define ZL_SHM_VERSION 2u
+#define ZL_SHM_VERSION 3u
 
 /* Fixed limits (records are fixed-size; there is no separate
  * variable-length area: a request's prompt, stop strings and salt must fit
@@ -119,6 +121,7 @@ extern "C" {
 #define ZL_SHM_MAX_STOP 16u              /* stop strings per request */
 #define ZL_SHM_MAX_STOP_TOKEN_IDS 64u    /* extra stop token ids per request */
 #define ZL_SHM_MAX_CACHE_SALT_BYTES 256u
+#define ZL_SHM_MAX_LOGIT_BIAS 1024u      /* logit_bias entries per request */
 #define ZL_SHM_MAX_TOP_LOGPROBS 20u      /* as zl::SamplingParams::num_top_logprobs */
 #define ZL_SHM_DEFAULT_CLIENTS 64u
 #define ZL_SHM_DEFAULT_REQUEST_SLOTS 256u
@@ -256,11 +259,19 @@ typedef struct zl_shm_sampling {
   uint32_t reserved;              /* 0 */
 } zl_shm_sampling;
 
+/* OpenAI's logit_bias, one entry: `bias` in [-100, 100] added to token
+ * `id`'s logit before sampling (logprobs stay the model's own). */
+typedef struct zl_shm_logit_bias {
+  int32_t id;                     /* in [0, vocabulary), each at most once */
+  float bias;
+} zl_shm_logit_bias;
+
 /* Request payload layout, packed in this order, lengths from the fields:
  *   prompt (prompt_count int32 ids, or prompt_count bytes of text),
  *   stop token ids (num_stop_token_ids int32), stop strings (stop_bytes[i]
  *   bytes each, no terminators), cache salt (cache_salt_bytes), structured
- *   output spec (structured_bytes).
+ *   output spec (structured_bytes), logit bias (num_logit_bias
+ *   zl_shm_logit_bias).
  * payload_bytes must equal the sum exactly. */
 #define ZL_SHM_REQUEST_FIXED_BYTES 256u
 #define ZL_SHM_REQUEST_PAYLOAD_BYTES (ZL_SHM_REQUEST_SLOT_BYTES - 8u - ZL_SHM_REQUEST_FIXED_BYTES)
@@ -290,8 +301,10 @@ typedef struct zl_shm_request {
   uint32_t payload_bytes;         /* <= ZL_SHM_REQUEST_PAYLOAD_BYTES */
   uint32_t prompt_bytes_in_parts; /* SUBMIT: prompt bytes sent before in PROMPT_PART records; 0: none */
   uint32_t structured_kind;       /* zl_shm_structured_kind */
-  uint32_t structured_bytes;      /* the spec, last in the payload; 0 for NONE and JSON_OBJECT */
-  uint8_t pad[ZL_SHM_REQUEST_FIXED_BYTES - 216];
+  uint32_t structured_bytes;      /* the spec; 0 for NONE and JSON_OBJECT */
+  uint32_t keep_special_tokens;   /* 0 or 1: special tokens are text too (vLLM's skip_special_tokens false) */
+  uint32_t num_logit_bias;        /* <= ZL_SHM_MAX_LOGIT_BIAS entries, last in the payload */
+  uint8_t pad[ZL_SHM_REQUEST_FIXED_BYTES - 224];
   uint8_t payload[ZL_SHM_REQUEST_PAYLOAD_BYTES];
 } zl_shm_request;
 
@@ -330,7 +343,8 @@ typedef struct zl_shm_response {
   uint32_t text_bytes;            /* <= ZL_SHM_RESPONSE_TEXT_BYTES */
   uint64_t client_request_id;
   uint64_t sink_ns;               /* CLOCK_MONOTONIC when the server wrote it */
-  int32_t token;                  /* TOKEN: the id; else -1 */
+  int32_t token;                  /* TOKEN: the id; FINISH: the stop id (eos or a stop token id) that
+                                     ended it, else -1; else -1 */
   float logprob;                  /* TOKEN: log p under the raw distribution; 0 unless the request
                                      asked for num_top_logprobs > 0 (computing it costs a pass
                                      over the vocabulary on the engine thread) */

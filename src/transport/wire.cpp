@@ -158,6 +158,19 @@ Status decode_payload(const zl_shm_request& r, const WireLimits& limits, std::st
   ZL_RETURN_IF_ERROR(payload.take("structured_bytes", r.structured_bytes, &p));
   ZL_RETURN_IF_ERROR(decode_structured(r, std::string_view(reinterpret_cast<const char*>(p), r.structured_bytes),
                                        &req.structured_output));
+  ZL_RETURN_IF_ERROR(payload.take("num_logit_bias", uint64_t(r.num_logit_bias) * sizeof(zl_shm_logit_bias), &p));
+  req.sampling.logit_bias.resize(r.num_logit_bias);
+  for (uint32_t i = 0; i < r.num_logit_bias; ++i) {
+    zl_shm_logit_bias entry;
+    std::memcpy(&entry, p + i * sizeof(entry), sizeof(entry));
+    req.sampling.logit_bias[i] = {entry.id, entry.bias};
+  }
+  // Ids and ranges (NaN included), and each id once, as on HTTP.
+  ZL_RETURN_IF_ERROR(validate_sampling(req.sampling, limits.vocab_size));
+  std::vector<LogitBias>& bias = req.sampling.logit_bias;
+  std::sort(bias.begin(), bias.end(), [](const LogitBias& a, const LogitBias& b) { return a.id < b.id; });
+  for (size_t i = 1; i < bias.size(); ++i)
+    if (bias[i].id == bias[i - 1].id) return invalid_argument("logit_bias names token id ", bias[i].id, " twice");
   if (payload.left() != 0)
     return invalid_argument("payload_bytes is ", r.payload_bytes, " but the fields account for ",
                             r.payload_bytes - payload.left());
@@ -192,8 +205,11 @@ Status decode_submit(const zl_shm_request& r, const WireLimits& limits, std::str
     return invalid_argument("num_stop_token_ids ", r.num_stop_token_ids, " exceeds ", ZL_SHM_MAX_STOP_TOKEN_IDS);
   if (r.cache_salt_bytes > ZL_SHM_MAX_CACHE_SALT_BYTES)
     return invalid_argument("cache_salt_bytes ", r.cache_salt_bytes, " exceeds ", ZL_SHM_MAX_CACHE_SALT_BYTES);
+  if (r.num_logit_bias > ZL_SHM_MAX_LOGIT_BIAS)
+    return invalid_argument("num_logit_bias ", r.num_logit_bias, " exceeds ", ZL_SHM_MAX_LOGIT_BIAS);
   ZL_RETURN_IF_ERROR(check_bool("ignore_eos", r.ignore_eos));
   ZL_RETURN_IF_ERROR(check_bool("has_signature", r.has_signature));
+  ZL_RETURN_IF_ERROR(check_bool("keep_special_tokens", r.keep_special_tokens));
   ZL_RETURN_IF_ERROR(check_bool("sampling.has_seed", r.sampling.has_seed));
   if (r.sampling.reserved != 0) return invalid_argument("sampling.reserved must be 0");
   ZL_RETURN_IF_ERROR(check_field(field::kMaxTokens, r.max_new_tokens, limits.max_seq_len, FieldName::kRecord));
@@ -213,6 +229,7 @@ Status decode_submit(const zl_shm_request& r, const WireLimits& limits, std::str
   req.priority = r.priority;
   req.min_token_prob = r.min_token_prob;
   req.ignore_eos = r.ignore_eos != 0;
+  req.skip_special_tokens = r.keep_special_tokens == 0;
   out->has_signature = r.has_signature != 0;
   std::memcpy(out->signature, r.signature, sizeof(out->signature));
   return decode_payload(r, limits, prompt_head, out);
@@ -245,6 +262,7 @@ size_t fill_token(zl_shm_response& r, uint64_t client_request_id, const TokenEve
 void fill_finish(zl_shm_response& r, uint64_t client_request_id, const FinishEvent& event, uint32_t flags) {
   fill_text(r, client_request_id, event.stop_detail);
   r.kind = ZL_SHM_RESPONSE_FINISH;
+  r.token = event.stop_token;
   r.finish_reason = uint32_t(event.reason);
   r.num_prompt_tokens = event.num_prompt_tokens;
   r.num_cached_prompt_tokens = event.num_cached_prompt_tokens;

@@ -89,6 +89,21 @@ def test_structured_output(client):
         client.generate([1, 2], max_new_tokens=4, structured=("regex", "[a-"))
 
 
+def test_logit_bias_and_the_stop_id(client):
+    # Protocol version 3. dummy:tiny's byte vocabulary: id 65 is "A", 257 "</s>".
+    result = client.generate([1, 2, 3], max_new_tokens=6, temperature=1.0, seed=2, ignore_eos=True,
+                             logit_bias={65: 100})
+    assert result.text == "AAAAAA"
+    events = list(client.stream([1, 2, 3], max_new_tokens=6, ignore_eos=True, logit_bias={257: 100},
+                                stop_token_ids=[257]))
+    assert events[-1].kind == zl.RESPONSE_FINISH and events[-1].token == 257
+    kept = client.generate([1, 2, 3], max_new_tokens=2, ignore_eos=True, logit_bias={257: 100},
+                           keep_special_tokens=True)
+    assert kept.text == "</s></s>"
+    with pytest.raises(zl.RequestError, match="logit_bias"):
+        client.generate([1, 2], max_new_tokens=2, logit_bias={1: math.nan})
+
+
 def test_breaking_out_of_a_stream_cancels(client):
     for event in client.stream([1, 2, 3], max_new_tokens=900, temperature=0.0, ignore_eos=True):
         break

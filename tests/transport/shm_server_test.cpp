@@ -202,6 +202,47 @@ TEST_F(ShmServerTest, StructuredOutputHoldsTheLanguage) {
   EXPECT_EQ(std::string(result.terminal.text, result.terminal.text_bytes).rfind("structured_output: ", 0), 0u);
 }
 
+// Protocol version 3: logit_bias steers every token (dummy:tiny's byte
+// vocabulary: id 65 is "A"), keep_special_tokens puts special tokens in the
+// text, and the FINISH record's token is the stop id that ended it.
+TEST_F(ShmServerTest, LogitBiasSpecialTokensAndTheStopId) {
+  auto run = [&](const zl_request& request) {
+    uint64_t id = 0;
+    EXPECT_EQ(zl_client_submit(client_, &request, &id), ZL_OK);
+    return read_until_terminal(client_, id);
+  };
+  const int32_t prompt[] = {1, 17, 42};
+  zl_request request;
+  zl_request_init(&request);
+  request.prompt_ids = prompt;
+  request.num_prompt_ids = 3;
+  request.max_new_tokens = 8;
+  request.ignore_eos = 1;
+  const zl_shm_logit_bias bias[] = {{65, 100.0f}};
+  request.logit_bias = bias;
+  request.num_logit_bias = 1;
+  ShmResult result = run(request);
+  ASSERT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_FINISH));
+  EXPECT_EQ(result.text, "AAAAAAAA");
+  EXPECT_EQ(result.terminal.token, -1);  // ended by length
+  // The stop id that ended it comes back; a special token (</s>, 257) is
+  // text only with keep_special_tokens.
+  const zl_shm_logit_bias to_eos[] = {{257, 100.0f}};
+  const int32_t stop_ids[] = {257};
+  request.logit_bias = to_eos;
+  request.stop_token_ids = stop_ids;
+  request.num_stop_token_ids = 1;
+  result = run(request);
+  EXPECT_EQ(result.terminal.token, 257);
+  EXPECT_EQ(result.terminal.finish_reason, uint32_t(FinishReason::kStop));
+  request.stop_token_ids = nullptr;
+  request.num_stop_token_ids = 0;
+  request.max_new_tokens = 2;
+  EXPECT_EQ(run(request).text, "");
+  request.keep_special_tokens = 1;
+  EXPECT_EQ(run(request).text, "</s></s>");
+}
+
 // Each malformed record gets one ERROR record naming the field; the server
 // One chat message header (role, declared length) followed by `bytes` bytes of "hi".
 void set_chat(zl_shm_request& r, uint32_t role, uint32_t length, uint32_t bytes) {
@@ -236,6 +277,9 @@ TEST_F(ShmServerTest, MalformedRecordsAreRejected) {
       {"structured_kind", [](zl_shm_request& r) { r.structured_kind = 9; }},
       {"structured_bytes", [](zl_shm_request& r) { r.structured_kind = ZL_SHM_STRUCTURED_REGEX; }},
       {"structured_bytes", [](zl_shm_request& r) { r.structured_bytes = 1u << 20; }},
+      {"num_logit_bias", [](zl_shm_request& r) { r.num_logit_bias = ZL_SHM_MAX_LOGIT_BIAS + 1; }},
+      {"num_logit_bias", [](zl_shm_request& r) { r.num_logit_bias = 1; }},  // the payload holds none
+      {"keep_special_tokens", [](zl_shm_request& r) { r.keep_special_tokens = 2; }},
       // Chat messages: (uint32 role, uint32 length, bytes)...
       {"role", [](zl_shm_request& r) { set_chat(r, 9, 0, 0); }},
       {"content length", [](zl_shm_request& r) { set_chat(r, 1, 1000, 2); }},
