@@ -49,7 +49,8 @@ inline constexpr RequestField kMinP{"min_p", 0, 1, false, false, 0};
 inline constexpr RequestField kRepetitionPenalty{"repetition_penalty", 0, 10, true, false, 1};
 inline constexpr RequestField kPresencePenalty{"presence_penalty", -2, 2, false, false, 0};
 inline constexpr RequestField kFrequencyPenalty{"frequency_penalty", -2, 2, false, false, 0};
-// Chat's logprobs is a boolean with top_logprobs, not yet served.
+// Completions' logprobs count; chat reads it as top_logprobs (its logprobs is
+// a boolean).
 inline constexpr RequestField kTopLogprobs{"logprobs", 0, kMaxTopLogprobs, false, true, 0,
                                            kCompletions | kShm | kEngine, "num_top_logprobs"};
 inline constexpr RequestField kMinTokenProb{"min_token_prob", 0, 1, false, false, 0};  // 0: off
@@ -61,8 +62,9 @@ inline constexpr RequestField kMaxTokens{"max_tokens", 1, INT32_MAX, false, true
 // Choices per prompt: HTTP makes n requests of one (seed + i when seeded).
 inline constexpr RequestField kN{"n", 1, 128, false, true, 1, kCompletions | kChat};
 // Each value of OpenAI's logit_bias map (token id -> bias added to its logit),
-// not a scalar, so not in kAll; shared-memory records do not carry it yet.
-inline constexpr RequestField kLogitBias{"logit_bias", -100, 100, false, false, 0, kCompletions | kChat | kEngine};
+// not a scalar, so not in kAll; a shared-memory record carries pairs
+// (zl_shm_logit_bias, protocol version 3).
+inline constexpr RequestField kLogitBias{"logit_bias", -100, 100, false, false, 0, kEveryCarrier};
 // All of the above, for those that go through every field (tests, docs).
 inline constexpr const RequestField* kAll[] = {
     &kTemperature, &kTopK, &kTopP, &kMinP, &kRepetitionPenalty, &kPresencePenalty, &kFrequencyPenalty,
