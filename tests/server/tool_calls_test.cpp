@@ -24,6 +24,13 @@ void expect_call(const ToolCall& call, const std::string& name, const json& argu
   EXPECT_EQ(call.id.size(), 29u);
 }
 
+// The two calls most cases write: get_weather for `city`, then get_time with no arguments.
+void expect_weather_then_time(const ParsedOutput& out, const std::string& city) {
+  ASSERT_EQ(out.calls.size(), 2u);
+  expect_call(out.calls[0], "get_weather", json{{"city", city}});
+  expect_call(out.calls[1], "get_time", json::object());
+}
+
 TEST(ToolCallsTest, HermesCallsAndTheTextAround) {
   const ParsedOutput out = parse_tool_calls(ToolCallFormat::kHermes,
       "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
@@ -128,9 +135,7 @@ TEST(ToolCallsTest, DeepSeekAndKimiSections) {
       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Oslo\"}\n```"
       "<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{}\n```<｜tool▁call▁end｜>"
       "<｜tool▁calls▁end｜>");
-  ASSERT_EQ(out.calls.size(), 2u);
-  expect_call(out.calls[0], "get_weather", json{{"city", "Oslo"}});
-  expect_call(out.calls[1], "get_time", json::object());
+  expect_weather_then_time(out, "Oslo");
   EXPECT_EQ(detect_tool_call_format("'<｜tool▁call▁begin｜>' + tool['type'] + '<｜tool▁sep｜>' + name + '```json'"),
             ToolCallFormat::kDeepSeekV3);
   EXPECT_EQ(streamable_prefix(ToolCallFormat::kKimiK2, "Sure.<|tool_calls_sec"), 5u);
@@ -142,9 +147,7 @@ TEST(ToolCallsTest, FunctionaryMessages) {
   ParsedOutput out = parse_tool_calls(ToolCallFormat::kFunctionaryV32,
                                       "get_weather\n{\"city\": \"Paris\"}>>>get_time\n{}>>>all\nDone.");
   EXPECT_EQ(out.content, "Done.");
-  ASSERT_EQ(out.calls.size(), 2u);
-  expect_call(out.calls[0], "get_weather", json{{"city", "Paris"}});
-  expect_call(out.calls[1], "get_time", json::object());
+  expect_weather_then_time(out, "Paris");
   out = parse_tool_calls(ToolCallFormat::kFunctionaryV32, "all\nJust text.");
   EXPECT_EQ(out.content, "Just text.");
   EXPECT_TRUE(out.calls.empty());
@@ -161,9 +164,7 @@ TEST(ToolCallsTest, CommandR7bActions) {
       "{\"city\": \"Rome\"}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"get_time\", \"parameters\": {}}\n]"
       "<|END_ACTION|>");
   EXPECT_EQ(out.content, "");
-  ASSERT_EQ(out.calls.size(), 2u);
-  expect_call(out.calls[0], "get_weather", json{{"city", "Rome"}});
-  expect_call(out.calls[1], "get_time", json::object());
+  expect_weather_then_time(out, "Rome");
   out = parse_tool_calls(ToolCallFormat::kCommandR7b, "<|START_RESPONSE|>It is sunny.<|END_RESPONSE|>");
   EXPECT_EQ(out.content, "It is sunny.");
   EXPECT_TRUE(out.calls.empty());
