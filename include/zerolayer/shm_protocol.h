@@ -384,6 +384,8 @@ ZL_SHM_STATIC_ASSERT(sizeof(zl_shm_sampling) == 48, "sampling size");
 ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_request, sampling) == 40, "request sampling");
 ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_request, stop_bytes) == 112, "request stops");
 ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_request, payload_bytes) == 200, "request payload_bytes");
+ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_request, num_logit_bias) == 220, "request logit bias (version 3)");
+ZL_SHM_STATIC_ASSERT(sizeof(zl_shm_logit_bias) == 8, "logit bias entry");
 ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_request, payload) == ZL_SHM_REQUEST_FIXED_BYTES, "request payload");
 ZL_SHM_STATIC_ASSERT(sizeof(zl_shm_request_slot) == ZL_SHM_REQUEST_SLOT_BYTES, "request slot size");
 ZL_SHM_STATIC_ASSERT(offsetof(zl_shm_response, top) == 96, "response top");
