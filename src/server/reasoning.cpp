@@ -133,7 +133,10 @@ void ReasoningSplitter::feed_tagged(std::string& reasoning, std::string& content
 void ReasoningSplitter::feed_harmony(std::string& reasoning, std::string& content) {
   for (;;) {
     if (state_ == State::kStart) {  // a header: [<|start|>]role and channel, to=recipient, <|message|>
-      if (held_.starts_with(kHarmonyStart)) held_.erase(0, kHarmonyStart.size());
+      if (held_.starts_with(kHarmonyStart)) {
+        held_.erase(0, kHarmonyStart.size());
+        in_header_ = true;
+      }
       if (!held_.empty() && kHarmonyStart.starts_with(held_)) return;
       const size_t message = held_.find(kHarmonyMessage);
       if (message == std::string::npos) return;
@@ -145,6 +148,7 @@ void ReasoningSplitter::feed_harmony(std::string& reasoning, std::string& conten
         state_ = header.find(kHarmonyAnalysis) != std::string_view::npos ? State::kReasoning : State::kContent;
       }
       held_.erase(0, message + kHarmonyMessage.size());
+      in_header_ = false;
       continue;
     }
     std::string& to = state_ == State::kReasoning ? reasoning : content;
@@ -160,7 +164,9 @@ bool ReasoningSplitter::in_reasoning() const {
 }
 
 void ReasoningSplitter::finish(std::string& reasoning, std::string& content) {
-  (in_reasoning() ? reasoning : content) += held_;
+  // A harmony header cut off by the end ("<|start|>assistant") is markup;
+  // other held text goes where the output stands.
+  if (!in_header_) (in_reasoning() ? reasoning : content) += held_;
   held_.clear();
 }
 

@@ -73,6 +73,7 @@ class ReasoningSplitter {
   ReasoningFormat format_;
   bool starts_inside_;
   State state_ = State::kStart;
+  bool in_header_ = false;  // harmony: held_ follows a <|start|>, so it is markup
   std::string held_;
 };
 

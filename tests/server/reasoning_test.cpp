@@ -91,6 +91,8 @@ TEST(ReasoningTest, HarmonyChannels) {
                kHarmony);
   expect_split("<|channel|>analysis<|message|>cut off", false, "cut off", "", kHarmony);
   expect_split("no markers", false, "", "no markers", kHarmony);  // nothing is lost
+  // A header cut off by max_tokens is markup, not text.
+  expect_split("<|channel|>final<|message|>Hi.<|end|><|start|>assistant<|chan", false, "", "Hi.", kHarmony);
 }
 
 }  // namespace
