@@ -134,6 +134,7 @@ def test_required_needs_a_known_syntax():
 @pytest.mark.parametrize("template, parser", [
     ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek_v31"), ("moonshotai-Kimi-K2.jinja", "kimi_k2"),
     ("deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", "deepseek_v3"),
+    ("meta-llama-Llama-3.1-8B-Instruct.jinja", "llama3_json"),
     ("ibm-granite-granite-3.3-2B-Instruct.jinja", "granite"),
     ("mistralai-Mistral-Nemo-Instruct-2407.jinja", "mistral"),
     ("meetkai-functionary-medium-v3.2.jinja", "functionary_v3_2"),
