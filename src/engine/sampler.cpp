@@ -56,6 +56,12 @@ Status validate_sampling(const SamplingParams& p, int32_t vocab_size) {
       return invalid_argument("logit_bias: token id ", b.id, " is outside the vocabulary [0, ", vocab_size, ")");
     ZL_RETURN_IF_ERROR(check_field(field::kLogitBias, b.bias));
   }
+  // Each id once: a repeated one would add its bias twice.
+  std::vector<int32_t> ids(p.logit_bias.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = p.logit_bias[i].id;
+  std::sort(ids.begin(), ids.end());
+  if (const auto twice = std::adjacent_find(ids.begin(), ids.end()); twice != ids.end())
+    return invalid_argument("logit_bias names token id ", *twice, " twice");
   return ok_status();
 }
 

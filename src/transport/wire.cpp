@@ -165,12 +165,8 @@ Status decode_payload(const zl_shm_request& r, const WireLimits& limits, std::st
     std::memcpy(&entry, p + i * sizeof(entry), sizeof(entry));
     req.sampling.logit_bias[i] = {entry.id, entry.bias};
   }
-  // Ids and ranges (NaN included), and each id once, as on HTTP.
+  // Ids, ranges (NaN included), each id once: as on HTTP.
   ZL_RETURN_IF_ERROR(validate_sampling(req.sampling, limits.vocab_size));
-  std::vector<LogitBias>& bias = req.sampling.logit_bias;
-  std::sort(bias.begin(), bias.end(), [](const LogitBias& a, const LogitBias& b) { return a.id < b.id; });
-  for (size_t i = 1; i < bias.size(); ++i)
-    if (bias[i].id == bias[i - 1].id) return invalid_argument("logit_bias names token id ", bias[i].id, " twice");
   if (payload.left() != 0)
     return invalid_argument("payload_bytes is ", r.payload_bytes, " but the fields account for ",
                             r.payload_bytes - payload.left());

@@ -61,6 +61,9 @@ TEST_F(EngineTest, SubmitRejectsBadRequestsNamingTheField) {
   Request bad_prob = greedy({1, 2}, 4, sink);
   bad_prob.min_token_prob = 2.0f;
   expect_rejected(std::move(bad_prob), "min_token_prob");
+  Request bad_stop = greedy({1, 2}, 4, sink);
+  bad_stop.stop_token_ids = {3, 600};
+  expect_rejected(std::move(bad_stop), "stop_token_ids");
   expect_rejected(greedy(std::vector<int32_t>(1024, 5), 4, sink), "context");
   EXPECT_EQ(sink->num_finish_events, 0);  // rejected requests send no event
 }

@@ -223,6 +223,7 @@ TEST(SamplerTest, ValidationNamesTheField) {
   p.logit_bias = {{-1, 1.0f}}; cases.push_back({p, "logit_bias"}); p = {};
   p.logit_bias = {{5, nan}}; cases.push_back({p, "logit_bias"}); p = {};
   p.logit_bias = {{5, 101.0f}}; cases.push_back({p, "logit_bias"}); p = {};
+  p.logit_bias = {{7, 1.0f}, {5, 2.0f}, {7, -1.0f}}; cases.push_back({p, "logit_bias"}); p = {};  // 7 twice
   for (const Case& c : cases) {
     Status s = validate_sampling(c.p, 100);
     EXPECT_FALSE(s.ok()) << c.field;
