@@ -35,6 +35,24 @@ std::vector<int32_t> end_of_turn_token_ids(const Tokenizer& tokenizer) {
   return ids;
 }
 
+// transformers' rule: cut after the last occurrence of the final content,
+// stripped; keep its trailing blanks only where the text has them too.
+Status cut_after_final_message(const nlohmann::ordered_json& messages, std::string& text) {
+  const nlohmann::ordered_json* last = messages.empty() ? nullptr : &messages.back();
+  if (!last || !last->is_object() || !last->contains("content") || !(*last)["content"].is_string())
+    return invalid_argument("messages: continue_final_message needs a final message with text content");
+  const std::string_view final_text = (*last)["content"].get_ref<const std::string&>();
+  constexpr std::string_view kBlank = " \t\r\n";
+  const std::string_view from_first = final_text.substr(std::min(final_text.find_first_not_of(kBlank), final_text.size()));
+  const std::string_view stripped = from_first.substr(0, from_first.find_last_not_of(kBlank) + 1);
+  const size_t at = text.rfind(stripped);
+  if (at == std::string::npos)
+    return invalid_argument("messages: continue_final_message: the final message's content is not in the rendered text");
+  const bool kept = std::string_view(text).substr(at).starts_with(from_first);
+  text.resize(at + (kept ? from_first.size() : stripped.size()));
+  return ok_status();
+}
+
 }  // namespace
 
 ToolCallRendering probe_tool_call_rendering(const ChatTemplate& chat_template) {
@@ -80,32 +98,6 @@ StatusOr<LoadedChatTemplate> load_chat_template(const std::string& model_path, c
   loaded.null_content = rendering.null_content;
   return loaded;
 }
-
-namespace {
-
-// transformers' rule: cut after the last occurrence of the final content,
-// stripped; keep its trailing blanks only where the text has them too.
-Status cut_after_final_message(const nlohmann::ordered_json& messages, std::string& text) {
-  if (messages.empty() || !messages.back().is_object() || !messages.back().contains("content") ||
-      !messages.back()["content"].is_string())
-    return invalid_argument("messages: continue_final_message needs a final message with text content");
-  const auto content = messages.back().find("content");
-  const std::string& final_text = content->get_ref<const std::string&>();
-  constexpr std::string_view kBlank = " \t\r\n";
-  const size_t first = final_text.find_first_not_of(kBlank);
-  const std::string_view stripped =
-      first == std::string::npos ? std::string_view{}
-                                 : std::string_view(final_text).substr(first, final_text.find_last_not_of(kBlank) - first + 1);
-  const size_t at = text.rfind(stripped);
-  if (at == std::string::npos)
-    return invalid_argument("messages: continue_final_message: the final message's content is not in the rendered text");
-  const std::string_view unstripped_tail = std::string_view(final_text).substr(first == std::string::npos ? 0 : first);
-  const bool kept = std::string_view(text).substr(at).starts_with(unstripped_tail);
-  text.resize(at + (kept ? unstripped_tail.size() : stripped.size()));
-  return ok_status();
-}
-
-}  // namespace
 
 StatusOr<std::string> render_chat_text(const LoadedChatTemplate& chat, const nlohmann::ordered_json& messages,
                                        ChatTemplateOptions options) {

@@ -23,7 +23,6 @@ namespace {
 using nlohmann::json;
 using OptError = std::optional<ApiError>;
 
-
 // The last object key before byte `pos`: a parse error (NaN, Infinity,
 // ill-formed UTF-8 inside a value) can then name the field it happened in.
 // A heuristic over raw bytes; "" when nothing key-like precedes.
@@ -282,8 +281,6 @@ OptError read_sampling(const json& j, const ApiLimits& limits, CompletionRequest
   return read_logit_bias(j, limits, s.logit_bias);
 }
 
-// Fields OpenAI defines that zerolayer does not implement get a clear 400
-// rather than being silently ignored.
 // vLLM's stop_token_ids: ids that end the output (not in its text), even
 // with ignore_eos.
 OptError read_stop_token_ids(const json& j, const ApiLimits& limits, CompletionRequest& out) {
@@ -326,6 +323,8 @@ OptError reject_unimplemented(const json& j) {
   return std::nullopt;
 }
 
+// Fields OpenAI defines that zerolayer does not implement get a clear 400
+// rather than being silently ignored.
 OptError reject_unsupported(const json& j, int32_t n) {
   if (const json* echo = find(j, "echo")) {
     if (!echo->is_boolean()) return bad_request("echo", "echo must be true or false");
@@ -542,22 +541,21 @@ OptError parse_ordered(std::string_view body, ojson& out) {
 // vLLM applies it; otherwise the grammar holds from the first token and
 // there is no reasoning (an output that might or might not open with
 // <think>, as Qwen3's, then always validates).
-OptError choose_reasoning(const json& j, const ChatSettings& chat, const Tokenizer& tokenizer, std::string_view prompt,
-                          CompletionRequest& out) {
-  if (!chat.reasoning_format) return std::nullopt;
+void choose_reasoning(const json& j, const ChatSettings& chat, const Tokenizer& tokenizer, std::string_view prompt,
+                      CompletionRequest& out) {
+  if (!chat.reasoning_format) return;
   const ReasoningFormat format = *chat.reasoning_format;
   const bool opened = prompt_opens_reasoning(format, prompt);
   StructuredOutput& grammar = out.structured_output;
   if (grammar.kind != StructuredOutput::Kind::kNone) {
-    if (!opened) return std::nullopt;
+    if (!opened) return;
     grammar.after_ids = tokenizer.encode(reasoning_close_tag(format), /*add_special=*/false, /*parse_special=*/true);
-    if (grammar.after_ids.empty()) return std::nullopt;
+    if (grammar.after_ids.empty()) return;
   }
   out.reasoning = format;
   out.reasoning_opened = opened;
   // Command R's and harmony's markers are special tokens: the splitter reads them.
   if (marked_by_special_tokens(format) && !j.contains("skip_special_tokens")) out.skip_special_tokens = false;
-  return std::nullopt;
 }
 
 // j: the body; ordered: the same with its objects' key order (tool schemas
@@ -610,7 +608,7 @@ OptError parse_chat_fields(const ojson& ordered, json& j, const Tokenizer& token
   if (OptError e = check_room(ids.size(), out.max_tokens, limits, "messages")) return e;
   out.prompts.push_back(std::move(ids));
   add_end_of_turn_stops(chat.loaded, out.ignore_eos, out.stop_token_ids);
-  if (OptError e = choose_reasoning(j, chat, tokenizer, prompt->text, out)) return e;
+  choose_reasoning(j, chat, tokenizer, prompt->text, out);
   if (rendered) *rendered = std::move(prompt->text);
   return std::nullopt;
 }

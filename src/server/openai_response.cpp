@@ -7,12 +7,10 @@
 #include "server/json_text.h"
 #include "server/openai_api.h"
 
-
 namespace zl::server {
 namespace {
 
 using nlohmann::json;
-
 
 // Token i's text: the piece the stream gave it (so the pieces join into the
 // choice's text, leading spaces kept), else its decoding alone.

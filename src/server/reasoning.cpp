@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "server/output_markers.h"
+
 namespace zl::server {
 namespace {
 
@@ -12,21 +14,9 @@ struct Tags {
 };
 constexpr Tags kThinkTags{"<think>", "</think>"};
 constexpr Tags kCommandRTags{"<|START_THINKING|>", "<|END_THINKING|>"};
-constexpr std::string_view kResponseBegin = "<|START_RESPONSE|>", kResponseEnd = "<|END_RESPONSE|>";
-
-constexpr std::string_view kHarmonyStart = "<|start|>", kHarmonyMessage = "<|message|>";
 constexpr std::string_view kHarmonyAnalysis = "<|channel|>analysis";
-constexpr std::string_view kHarmonyEnd = "<|end|>", kHarmonyCall = "<|call|>", kHarmonyReturn = "<|return|>";
 
 const Tags& tags_of(ReasoningFormat format) { return format == ReasoningFormat::kCommandR ? kCommandRTags : kThinkTags; }
-
-// The longest suffix of `text` that is a proper prefix of `tag`: bytes that
-// may be the tag's start, cut by a token boundary.
-size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
-    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
 
 }  // namespace
 
@@ -88,7 +78,7 @@ std::optional<std::string_view> ReasoningSplitter::take_until(std::string& to,
     return found;
   }
   size_t partial = 0;
-  for (std::string_view end : ends) partial = std::max(partial, partial_tag_suffix(held_, end));
+  for (std::string_view end : ends) partial = std::max(partial, partial_marker_at_end(held_, end));
   to.append(held_, 0, held_.size() - partial);
   held_.erase(0, held_.size() - partial);
   return std::nullopt;
@@ -141,7 +131,7 @@ void ReasoningSplitter::feed_harmony(std::string& reasoning, std::string& conten
       const size_t message = held_.find(kHarmonyMessage);
       if (message == std::string::npos) return;
       const std::string_view header = std::string_view(held_).substr(0, message);
-      if (header.find("to=") != std::string_view::npos) {
+      if (!harmony_recipient(header).empty()) {
         content.append(kHarmonyStart).append(header).append(kHarmonyMessage);  // the tool parser's
         state_ = State::kCall;
       } else {

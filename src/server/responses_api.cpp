@@ -10,7 +10,6 @@ namespace {
 using ojson = nlohmann::ordered_json;
 using OptError = std::optional<ApiError>;
 
-
 ojson merged(ojson a, const ojson& b) {
   a.update(b);
   return a;

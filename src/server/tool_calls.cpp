@@ -7,6 +7,7 @@
 #include <random>
 
 #include "server/json_text.h"
+#include "server/output_markers.h"
 
 namespace zl::server {
 namespace {
@@ -23,10 +24,8 @@ constexpr std::string_view kFunctionarySep = ">>>";
 constexpr std::string_view kFunctionaryText = "all";
 constexpr std::string_view kActionBegin = "<|START_ACTION|>";
 constexpr std::string_view kActionEnd = "<|END_ACTION|>";
-constexpr std::string_view kResponseMarkers[] = {"<|START_RESPONSE|>", "<|END_RESPONSE|>"};
-constexpr std::string_view kHarmonyStart = "<|start|>";
-constexpr std::string_view kHarmonyMessage = "<|message|>";
-constexpr std::string_view kHarmonyEnds[] = {"<|end|>", "<|call|>", "<|return|>"};
+constexpr std::string_view kResponseMarkers[] = {kResponseBegin, kResponseEnd};
+constexpr std::string_view kHarmonyEnds[] = {kHarmonyEnd, kHarmonyCall, kHarmonyReturn};
 constexpr std::string_view kHarmonyFunctions = "functions.";
 
 // Calls between markers: [section_begin] (call_begin name name_end
@@ -57,7 +56,6 @@ std::string_view trim(std::string_view s) {
   if (begin == std::string_view::npos) return {};
   return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
 }
-
 
 // 64 bits unique in the process: a process-wide random start, then a
 // counter through splitmix64.
@@ -295,15 +293,6 @@ ParsedOutput parse_command_r7b(std::string_view text) {
   return out;
 }
 
-// The recipient in a harmony message's header ("assistant to=functions.f<|channel|>commentary json"
-// or "<|channel|>commentary to=functions.f <|constrain|>json"): "functions.f", or empty.
-std::string_view harmony_recipient(std::string_view header) {
-  const size_t to = header.find("to=");
-  if (to == std::string_view::npos) return {};
-  const std::string_view rest = header.substr(to + 3);
-  return rest.substr(0, std::min(rest.find_first_of(" \t\n<"), rest.size()));
-}
-
 // gpt-oss: messages [<|start|>]header<|message|>body<|end|> (or <|call|>,
 // <|return|>, or the output's end). A message with a functions.* recipient
 // is a call whose body is the arguments; others' bodies are text, and text
@@ -339,13 +328,6 @@ ParsedOutput parse_harmony(std::string_view text) {
   }
   if (!out.calls.empty()) out.content = std::string(trim(out.content));
   return out;
-}
-
-// How much of `text`'s end could be the start of `marker`.
-size_t partial_marker_at_end(std::string_view text, std::string_view marker) {
-  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
-    if (marker.starts_with(text.substr(text.size() - n))) return n;
-  return 0;
 }
 
 std::string quoted(const std::string& s) { return json_text(json(s)); }
