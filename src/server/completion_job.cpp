@@ -1,6 +1,8 @@
 #include "server/completion_job.h"
 
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "server/sse.h"
 
@@ -295,13 +297,20 @@ void CompletionJob::write_stream_pieces() {
     if (response_events_) {
       // Text held back (a possible tool call) may leave no event, and no chunk.
       if (std::string chunk = http_chunk(response_events_->add(c)); !chunk.empty()) writer_->write_raw(std::move(chunk));
-    } else if (c.finish && c.finish->reason == FinishReason::kError) {
-      ApiError error{500, "generation failed: " + c.finish->stop_detail, "server_error", "", ""};
-      writer_->write_raw(sse_chunk(error_body(error)));
-    } else if (per_token) {
-      write_token_chunks(static_cast<int32_t>(i), c);
     } else {
-      writer_->write_raw(sse_chunk(completion_chunk(meta_, static_cast<int32_t>(i), c, request_, tokenizer_)));
+      // A failed choice still streams what it decoded before the failure
+      // (arrived in this drain), then the error.
+      std::optional<FinishEvent> failed;
+      if (c.finish && c.finish->reason == FinishReason::kError) failed = std::exchange(c.finish, std::nullopt);
+      if (per_token) {
+        write_token_chunks(static_cast<int32_t>(i), c);
+      } else if (!failed || !c.text.empty() || !c.token_ids.empty()) {
+        writer_->write_raw(sse_chunk(completion_chunk(meta_, static_cast<int32_t>(i), c, request_, tokenizer_)));
+      }
+      if (failed) {
+        ApiError error{500, "generation failed: " + failed->stop_detail, "server_error", "", ""};
+        writer_->write_raw(sse_chunk(error_body(error)));
+      }
     }
     c.text_offset += static_cast<int64_t>(c.text.size());
     c.text.clear();

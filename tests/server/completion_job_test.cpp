@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/fault.h"
 #include "transport/shm_test_util.h"  // make_tiny_engine
 #include "zerolayer/engine.h"
 
@@ -25,7 +26,7 @@ class FakeConnection : public ResponseWriter {
     last_body = std::move(body);
   }
   void begin_stream() override {}
-  void write_raw(std::string) override {}
+  void write_raw(std::string chunk) override { chunks.push_back(std::move(chunk)); }
   void end_stream() override {}
   void note_usage(const AccessUsage& u) override { usage = u; }
   bool is_closed() const override { return closed; }
@@ -61,6 +62,7 @@ class FakeConnection : public ResponseWriter {
 
   int last_status = 0;
   std::string last_body;
+  std::vector<std::string> chunks;  // streamed, as written
   AccessUsage usage;
   bool closed = false;
   std::function<void()> on_close;
@@ -126,6 +128,49 @@ TEST_F(CompletionJobTest, AFinishedJobLeavesTheRegistry) {
   EXPECT_EQ(connection->usage.prompt_tokens, 3);
   EXPECT_GT(connection->usage.completion_tokens, 0);
   EXPECT_GT(connection->usage.first_token_s, 0.0);
+}
+
+// A streamed choice whose forward pass fails after a few tokens: when those
+// tokens and the failure reach the connection in one drain, the tokens go
+// out before the error chunk (they used to be dropped).
+TEST_F(CompletionJobTest, AFailureStreamsTheTokensBeforeIt) {
+  auto connection = std::make_shared<FakeConnection>();
+  CompletionRequest request;
+  request.prompts = {{256, 10, 20}};
+  request.max_tokens = 40;
+  request.ignore_eos = true;
+  request.stream = true;
+  request.return_token_ids = true;
+  JobContext context{engine_.get(), gate_, &registry_, &disconnects_, {}};
+  auto job = std::make_shared<CompletionJob>(std::move(context), connection, std::move(request), ResponseMeta{});
+  fault::arm(fault::Point::kForward, {.after = 5, .count = 1});
+  job->start();
+  // Nothing is drained until the engine is done, so every event of the
+  // choice arrives in one drain.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!engine_idle() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  fault::disarm_all();
+  ASSERT_TRUE(engine_idle());
+  ASSERT_TRUE(connection->run_until([&] { return registry_.size() == 0; }));
+  size_t num_tokens = 0;
+  size_t error_at = connection->chunks.size();
+  for (size_t i = 0; i < connection->chunks.size(); ++i) {
+    const std::string& chunk = connection->chunks[i];  // HTTP chunk framing around "data: {...}\n\n"
+    const size_t begin = chunk.find("data: {"), end = chunk.find("\n\n", begin);
+    if (begin == std::string::npos || end == std::string::npos) continue;
+    const nlohmann::json body = nlohmann::json::parse(chunk.substr(begin + 6, end - begin - 6));
+    if (body.contains("error")) {
+      error_at = std::min(error_at, i);
+      EXPECT_NE(body["error"]["message"].get<std::string>().find("injected fault"), std::string::npos) << chunk;
+    } else {
+      EXPECT_EQ(error_at, connection->chunks.size()) << "a token chunk after the error";
+      num_tokens += body["choices"][0].value("token_ids", nlohmann::json::array()).size();
+    }
+  }
+  ASSERT_LT(error_at, connection->chunks.size()) << "no error chunk";
+  // The prefill and four decodes gave a token each.
+  EXPECT_EQ(num_tokens, 5u);
 }
 
 // The Responses usage counts as reasoning each token fed while inside the
