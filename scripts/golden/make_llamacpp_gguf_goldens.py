@@ -342,14 +342,9 @@ class LlamaCpp:
         n = self.L.llama_model_meta_val_str(model, key.encode(), buf, len(buf))
         return buf.value.decode() if n >= 0 else None
 
-    def greedy(self, path, prompt, n_steps):
+    def context(self, model):
+        """A context of the decoding protocol (see the module docstring)."""
         L = self.L
-        self.log.clear()
-        mp = L.llama_model_default_params()
-        mp.n_gpu_layers = 0
-        model = L.llama_model_load_from_file(path.encode(), mp)
-        if not model:
-            raise RuntimeError("llama.cpp failed to load " + path + "\n" + "".join(self.log))
         cp = L.llama_context_default_params()
         cp.n_ctx = N_CTX
         cp.n_batch = N_CTX
@@ -365,6 +360,17 @@ class LlamaCpp:
         ctx = L.llama_init_from_model(model, cp)
         if not ctx:
             raise RuntimeError("llama_init_from_model failed\n" + "".join(self.log))
+        return ctx
+
+    def greedy(self, path, prompt, n_steps):
+        L = self.L
+        self.log.clear()
+        mp = L.llama_model_default_params()
+        mp.n_gpu_layers = 0
+        model = L.llama_model_load_from_file(path.encode(), mp)
+        if not model:
+            raise RuntimeError("llama.cpp failed to load " + path + "\n" + "".join(self.log))
+        ctx = self.context(model)
         try:
             vocab = L.llama_model_get_vocab(model)
             n_vocab = L.llama_vocab_n_tokens(vocab)

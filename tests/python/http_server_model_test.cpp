@@ -3,7 +3,8 @@
 // raw sockets), test_metrics.py (`/metrics` read by prometheus-client's
 // parser), test_faults.py, and the agent-facing suites
 // test_structured_output.py, test_tool_calls.py, test_agent_clients.py
-// (langchain-openai, instructor), test_responses.py (/v1/responses,
+// (langchain-openai, instructor), test_released_model.py (Gemma 3 270M
+// served beside llama.cpp's goldens), test_responses.py (/v1/responses,
 // openai-agents) and test_openai_fidelity.py (logprobs); and the operator's:
 // test_deploy.py (Kubernetes manifests, alert rules, dashboard),
 // test_serve_ops.py (signals, drain, TLS, CORS, access log) and
@@ -52,7 +53,7 @@ TEST(HttpServerPython, PytestSuitePasses) {
   std::string shared = shared_path("");
   std::string command = "cd " + quote(root) + " && ZEROLAYER_BIN=" + quote(cli_path()) +
                         (shared.empty() ? "" : " ZL_SHARED_DIR=" + quote(shared)) + " " + quote(python) +
-                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py tests/python/test_structured_output.py tests/python/test_tool_calls.py tests/python/test_agent_clients.py tests/python/test_responses.py tests/python/test_openai_fidelity.py tests/python/test_deploy.py tests/python/test_serve_ops.py tests/python/test_kv_events.py tests/python/test_router.py -q -p no:cacheprovider 2>&1";
+                        " -m pytest tests/python/test_http_server.py tests/python/test_metrics.py tests/python/test_faults.py tests/python/test_structured_output.py tests/python/test_tool_calls.py tests/python/test_agent_clients.py tests/python/test_released_model.py tests/python/test_responses.py tests/python/test_openai_fidelity.py tests/python/test_deploy.py tests/python/test_serve_ops.py tests/python/test_kv_events.py tests/python/test_router.py -q -p no:cacheprovider 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;
