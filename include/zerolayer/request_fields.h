@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "zerolayer/status.h"
 
@@ -72,6 +73,10 @@ inline constexpr const RequestField* kAll[] = {
 };
 }  // namespace field
 
+// vLLM's stop_token_ids: at most this many per request (a shared-memory
+// record's ZL_SHM_MAX_STOP_TOKEN_IDS, asserted equal where both are seen).
+constexpr uint32_t kMaxStopTokenIds = 64;
+
 // How a message names a field: as the API spells it, or as a shared-memory
 // record and Request do (RequestField::record_name).
 enum class FieldName { kApi, kRecord };
@@ -80,5 +85,11 @@ enum class FieldName { kApi, kRecord };
 // bounds a within_context field further. The message names the field:
 // "top_p must be in (0, 1], got 1.5".
 Status check_field(const RequestField& field, double value, int64_t context = 0, FieldName as = FieldName::kApi);
+
+// The id at `position` of a list of token ids the request names `field`
+// (prompt, stop_token_ids) is in [0, vocab_size): "stop_token_ids: token id
+// 70000 at position 2 is out of range [0, 32000)". check_token_ids: every id.
+Status check_token_id(const char* field, int64_t id, size_t position, int64_t vocab_size);
+Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size);
 
 }  // namespace zl

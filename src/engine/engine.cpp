@@ -385,12 +385,9 @@ StatusOr<RequestId> Engine::Impl::submit(Request request) {
   std::vector<int32_t> prompt = std::move(request.prompt_ids);
   if (prompt.empty() && !request.prompt_text.empty()) prompt = source.tokenizer->encode(request.prompt_text);
   if (prompt.empty()) return invalid_argument("prompt: the prompt is empty");
-  for (int32_t id : prompt)
-    if (id < 0 || id >= mc.vocab_size) return invalid_argument("prompt: token id ", id, " is out of range [0, ", mc.vocab_size, ")");
+  ZL_RETURN_IF_ERROR(check_token_ids("prompt", prompt, mc.vocab_size));
   ZL_RETURN_IF_ERROR(validate_sampling(request.sampling, mc.vocab_size));
-  for (int32_t id : request.stop_token_ids)
-    if (id < 0 || id >= mc.vocab_size)
-      return invalid_argument("stop_token_ids: token id ", id, " is out of range [0, ", mc.vocab_size, ")");
+  ZL_RETURN_IF_ERROR(check_token_ids("stop_token_ids", request.stop_token_ids, mc.vocab_size));
   ZL_RETURN_IF_ERROR(check_field(field::kMaxTokens, request.max_new_tokens, 0, FieldName::kRecord));
   ZL_RETURN_IF_ERROR(check_field(field::kMinTokenProb, request.min_token_prob));
   const int64_t num_prompt = static_cast<int64_t>(prompt.size());

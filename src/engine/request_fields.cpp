@@ -19,4 +19,14 @@ Status check_field(const RequestField& f, double value, int64_t context, FieldNa
   return invalid_argument(name, " must be in ", open, f.lo, ", ", hi, "]", why, ", got ", value);
 }
 
+Status check_token_id(const char* field, int64_t id, size_t position, int64_t vocab_size) {
+  if (id >= 0 && id < vocab_size) return ok_status();
+  return invalid_argument(field, ": token id ", id, " at position ", position, " is out of range [0, ", vocab_size, ")");
+}
+
+Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size) {
+  for (size_t i = 0; i < ids.size(); ++i) ZL_RETURN_IF_ERROR(check_token_id(field, ids[i], i, vocab_size));
+  return ok_status();
+}
+
 }  // namespace zl

@@ -43,7 +43,6 @@ std::string key_before(std::string_view body, size_t pos) {
 // Nesting beyond this is refused before parsing: no request needs it, and it
 // bounds the parser's and destructor's work on hostile bodies.
 constexpr int kMaxJsonDepth = 64;
-constexpr size_t kMaxStopTokenIds = 64;  // as a shared-memory record's (ZL_SHM_MAX_STOP_TOKEN_IDS)
 
 OptError check_depth(std::string_view body) {
   int depth = 0;
@@ -162,18 +161,23 @@ OptError check_prompt_bytes(const char* field, size_t num_bytes, const ApiLimits
              "context_length_exceeded");
 }
 
-OptError read_token_ids(const json& list, const ApiLimits& limits, std::vector<int32_t>& out) {
-  out.reserve(list.size());
+// A JSON list of token ids the request names `field` (the caller checked it
+// is a list), appended to out.
+OptError read_id_list(const json& list, const char* field, const ApiLimits& limits, std::vector<int32_t>& out) {
+  out.reserve(out.size() + list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     const json& v = list[i];
-    if (!v.is_number_integer()) return bad_request("prompt", str_cat("prompt: token ", i, " is not an integer id"));
+    if (!v.is_number_integer()) return bad_request(field, str_cat(field, ": item ", i, " is not an integer id"));
     int64_t id = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
                                         : v.get<int64_t>();
-    if (id < 0 || id >= limits.vocab_size)
-      return bad_request("prompt", str_cat("prompt: token id ", id, " at position ", i, " is out of range [0, ",
-                                   limits.vocab_size, ")"));
+    if (Status s = check_token_id(field, id, i, limits.vocab_size); !s.ok()) return bad_request(field, s.message());
     out.push_back(static_cast<int32_t>(id));
   }
+  return std::nullopt;
+}
+
+OptError read_token_ids(const json& list, const ApiLimits& limits, std::vector<int32_t>& out) {
+  if (OptError e = read_id_list(list, "prompt", limits, out)) return e;
   return check_prompt_length(out.size(), limits);
 }
 
@@ -289,12 +293,7 @@ OptError read_stop_token_ids(const json& j, const ApiLimits& limits, CompletionR
   if (!ids->is_array()) return bad_request("stop_token_ids", "stop_token_ids must be a list of token ids");
   if (ids->size() > kMaxStopTokenIds)
     return bad_request("stop_token_ids", str_cat("stop_token_ids may hold at most ", kMaxStopTokenIds, " ids"));
-  for (const json& id : *ids) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= limits.vocab_size)
-      return bad_request("stop_token_ids", str_cat("stop_token_ids: ", id.dump(), " is not a token id in [0, ",
-                                                   limits.vocab_size, ")"));
-    out.stop_token_ids.push_back(id.get<int32_t>());
-  }
+  if (OptError e = read_id_list(*ids, "stop_token_ids", limits, out.stop_token_ids)) return e;
   out.num_requested_stop_ids = out.stop_token_ids.size();
   return std::nullopt;
 }
@@ -754,15 +753,7 @@ std::optional<ApiError> detokenize_body(std::string_view body, const Tokenizer& 
   if (!tokens) return bad_request("tokens", "tokens is required");
   if (!tokens->is_array()) return bad_request("tokens", "tokens must be a list of token ids");
   std::vector<int32_t> ids;
-  for (size_t i = 0; i < tokens->size(); ++i) {
-    const json& v = (*tokens)[i];
-    if (!v.is_number_integer()) return bad_request("tokens", str_cat("tokens: item ", i, " is not an integer id"));
-    int64_t id = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
-                                        : v.get<int64_t>();
-    if (id < 0 || id >= limits.vocab_size)
-      return bad_request("tokens", str_cat("tokens: token id ", id, " is out of range [0, ", limits.vocab_size, ")"));
-    ids.push_back(static_cast<int32_t>(id));
-  }
+  if (OptError e = read_id_list(*tokens, "tokens", limits, ids)) return e;
   out = json_text(json{{"prompt", tokenizer.decode(ids, false)}});
   return std::nullopt;
 }

@@ -8,6 +8,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8_text.h"
 #include "transport/shm_ring.h"
+#include "zerolayer/request_fields.h"
 #include "zerolayer/sampling.h"
 
 namespace zl {
@@ -133,9 +134,7 @@ Status decode_payload(const zl_shm_request& r, const WireLimits& limits, std::st
   if (r.prompt_kind == ZL_SHM_PROMPT_TOKENS) {
     req.prompt_ids.resize(r.prompt_count);
     std::memcpy(req.prompt_ids.data(), p, uint64_t(r.prompt_count) * 4);
-    for (size_t i = 0; i < req.prompt_ids.size(); ++i)
-      if (req.prompt_ids[i] < 0 || req.prompt_ids[i] >= limits.vocab_size)
-        return invalid_argument("prompt token ", i, " is ", req.prompt_ids[i], ", outside [0, ", limits.vocab_size, ")");
+    ZL_RETURN_IF_ERROR(check_token_ids("prompt", req.prompt_ids, limits.vocab_size));
   } else if (r.prompt_kind == ZL_SHM_PROMPT_CHAT) {
     ZL_RETURN_IF_ERROR(decode_chat(p, r.prompt_count, &out->chat));
   } else {
@@ -145,8 +144,7 @@ Status decode_payload(const zl_shm_request& r, const WireLimits& limits, std::st
   ZL_RETURN_IF_ERROR(payload.take("num_stop_token_ids", uint64_t(r.num_stop_token_ids) * 4, &p));
   req.stop_token_ids.resize(r.num_stop_token_ids);
   if (r.num_stop_token_ids > 0) std::memcpy(req.stop_token_ids.data(), p, uint64_t(r.num_stop_token_ids) * 4);
-  for (int32_t id : req.stop_token_ids)
-    if (id < 0 || id >= limits.vocab_size) return invalid_argument("stop token id ", id, " is out of range");
+  ZL_RETURN_IF_ERROR(check_token_ids("stop_token_ids", req.stop_token_ids, limits.vocab_size));
   for (uint32_t i = 0; i < r.num_stop; ++i) {
     if (r.stop_bytes[i] == 0) return invalid_argument("stop_bytes[", i, "] is 0: stop strings must not be empty");
     ZL_RETURN_IF_ERROR(payload.take("stop_bytes", r.stop_bytes[i], &p));
@@ -197,6 +195,7 @@ Status decode_submit(const zl_shm_request& r, const WireLimits& limits, std::str
   if (r.payload_bytes > ZL_SHM_REQUEST_PAYLOAD_BYTES)
     return invalid_argument("payload_bytes ", r.payload_bytes, " exceeds the record's ", ZL_SHM_REQUEST_PAYLOAD_BYTES);
   if (r.num_stop > ZL_SHM_MAX_STOP) return invalid_argument("num_stop ", r.num_stop, " exceeds ", ZL_SHM_MAX_STOP);
+  static_assert(ZL_SHM_MAX_STOP_TOKEN_IDS == kMaxStopTokenIds, "HTTP and shared memory take as many stop ids");
   if (r.num_stop_token_ids > ZL_SHM_MAX_STOP_TOKEN_IDS)
     return invalid_argument("num_stop_token_ids ", r.num_stop_token_ids, " exceeds ", ZL_SHM_MAX_STOP_TOKEN_IDS);
   if (r.cache_salt_bytes > ZL_SHM_MAX_CACHE_SALT_BYTES)

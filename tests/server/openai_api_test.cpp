@@ -224,6 +224,30 @@ TEST(RequestFieldsTest, NamesAndContextBound) {
             "temperature must be in [0, 100], got 101");
 }
 
+// Lists of token ids (prompt, stop_token_ids) are checked by one function
+// wherever they arrive: HTTP's 400 says what Engine::submit and the
+// shared-memory decoder say (check_token_ids), naming the field and position.
+TEST_F(OpenAiApiTest, TokenIdListsAreCheckedAsTheEngineChecksThem) {
+  const int32_t vocab = limits_.vocab_size;
+  for (const char* field : {"prompt", "stop_token_ids"}) {
+    json body = {{"prompt", {1, 2}}};
+    body[field] = {1, vocab};
+    auto e = parse(body.dump());
+    ASSERT_TRUE(e.has_value()) << field;
+    EXPECT_EQ(e->param, field);
+    const std::vector<int32_t> ids = {1, vocab};
+    EXPECT_EQ(e->message, check_token_ids(field, ids, vocab).message());
+    EXPECT_EQ(e->message, std::string(field) + ": token id 512 at position 1 is out of range [0, 512)");
+  }
+  EXPECT_TRUE(check_token_ids("prompt", std::vector<int32_t>{0, vocab - 1}, vocab).ok());
+  EXPECT_FALSE(check_token_id("prompt", -1, 0, vocab).ok());
+  // A list longer than a shared-memory record carries is refused by name.
+  json many = {{"prompt", {1}}, {"stop_token_ids", std::vector<int32_t>(kMaxStopTokenIds + 1, 1)}};
+  EXPECT_EQ(param_of(many.dump()), "stop_token_ids");
+  many["stop_token_ids"] = std::vector<int32_t>(kMaxStopTokenIds, 1);
+  EXPECT_EQ(param_of(many.dump()), "<ok>");
+}
+
 TEST_F(OpenAiApiTest, TooManyStopStrings) {
   json body{{"prompt", "x"}, {"stop", json::array()}};
   for (int i = 0; i < 1000; ++i) body["stop"].push_back(std::to_string(i) + "s");

@@ -272,7 +272,7 @@ TEST_F(ShmServerTest, MalformedRecordsAreRejected) {
       {"min_token_prob", [](zl_shm_request& r) { r.min_token_prob = std::nanf(""); }},
       {"ignore_eos", [](zl_shm_request& r) { r.ignore_eos = 3; }},
       {"max_new_tokens", [](zl_shm_request& r) { r.max_new_tokens = -5; }},
-      {"prompt token", [](zl_shm_request& r) { reinterpret_cast<int32_t*>(r.payload)[0] = 1 << 30; }},
+      {"prompt: token id", [](zl_shm_request& r) { reinterpret_cast<int32_t*>(r.payload)[0] = 1 << 30; }},
       {"cache_salt_bytes", [](zl_shm_request& r) { r.cache_salt_bytes = 1u << 31; }},
       {"structured_kind", [](zl_shm_request& r) { r.structured_kind = 9; }},
       {"structured_bytes", [](zl_shm_request& r) { r.structured_kind = ZL_SHM_STRUCTURED_REGEX; }},
