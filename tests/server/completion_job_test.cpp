@@ -77,15 +77,23 @@ class CompletionJobTest : public ::testing::Test {
     ASSERT_NE(engine_, nullptr);
   }
 
-  std::shared_ptr<CompletionJob> make_job(const std::shared_ptr<FakeConnection>& connection, bool stream) {
+  // A 3-token prompt, up to max_tokens tokens a choice.
+  static CompletionRequest request_of(int32_t max_tokens) {
     CompletionRequest request;
     request.prompts = {{256, 10, 20}};
-    request.n = 4;
-    request.max_tokens = 400;
-    request.ignore_eos = true;
-    request.stream = stream;
+    request.max_tokens = max_tokens;
+    return request;
+  }
+  std::shared_ptr<CompletionJob> make_job(const std::shared_ptr<FakeConnection>& connection, CompletionRequest request) {
     JobContext context{engine_.get(), gate_, &registry_, &disconnects_, {}};
     return std::make_shared<CompletionJob>(std::move(context), connection, std::move(request), ResponseMeta{});
+  }
+  std::shared_ptr<CompletionJob> make_job(const std::shared_ptr<FakeConnection>& connection, bool stream) {
+    CompletionRequest request = request_of(400);
+    request.n = 4;
+    request.ignore_eos = true;
+    request.stream = stream;
+    return make_job(connection, std::move(request));
   }
 
   bool engine_idle() {
@@ -135,14 +143,11 @@ TEST_F(CompletionJobTest, AFinishedJobLeavesTheRegistry) {
 // out before the error chunk (they used to be dropped).
 TEST_F(CompletionJobTest, AFailureStreamsTheTokensBeforeIt) {
   auto connection = std::make_shared<FakeConnection>();
-  CompletionRequest request;
-  request.prompts = {{256, 10, 20}};
-  request.max_tokens = 40;
+  CompletionRequest request = request_of(40);
   request.ignore_eos = true;
   request.stream = true;
   request.return_token_ids = true;
-  JobContext context{engine_.get(), gate_, &registry_, &disconnects_, {}};
-  auto job = std::make_shared<CompletionJob>(std::move(context), connection, std::move(request), ResponseMeta{});
+  auto job = make_job(connection, std::move(request));
   fault::arm(fault::Point::kForward, {.after = 5, .count = 1});
   job->start();
   // Nothing is drained until the engine is done, so every event of the
@@ -178,9 +183,7 @@ TEST_F(CompletionJobTest, AFailureStreamsTheTokensBeforeIt) {
 // "abc</think>xyz" on the byte vocabulary, a token a byte.
 TEST_F(CompletionJobTest, ReasoningTokensAreTheTokensInsideTheReasoning) {
   auto connection = std::make_shared<FakeConnection>();
-  CompletionRequest request;
-  request.prompts = {{256, 10, 20}};
-  request.max_tokens = 40;
+  CompletionRequest request = request_of(40);
   request.chat = true;
   request.reasoning = ReasoningFormat::kThink;
   request.reasoning_opened = true;
@@ -189,8 +192,7 @@ TEST_F(CompletionJobTest, ReasoningTokensAreTheTokensInsideTheReasoning) {
   ResponsesRequest responses;
   responses.store = false;
   request.responses = std::make_shared<const ResponsesRequest>(std::move(responses));
-  JobContext context{engine_.get(), gate_, &registry_, &disconnects_, {}};
-  auto job = std::make_shared<CompletionJob>(std::move(context), connection, std::move(request), ResponseMeta{});
+  auto job = make_job(connection, std::move(request));
   job->start();
   ASSERT_TRUE(connection->run_until([&] { return connection->last_status != 0; }));
   ASSERT_EQ(connection->last_status, 200) << connection->last_body;
