@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "zerolayer/status.h"
 
@@ -76,6 +77,10 @@ inline constexpr const RequestField* kAll[] = {
 // vLLM's stop_token_ids: at most this many per request (a shared-memory
 // record's ZL_SHM_MAX_STOP_TOKEN_IDS, asserted equal where both are seen).
 constexpr uint32_t kMaxStopTokenIds = 64;
+// The longest stop string and cache_salt, in bytes, on every carrier (the
+// latter is a shared-memory record's ZL_SHM_MAX_CACHE_SALT_BYTES).
+constexpr uint32_t kMaxStopBytes = 1024;
+constexpr uint32_t kMaxCacheSaltBytes = 256;
 
 // How a message names a field: as the API spells it, or as a shared-memory
 // record and Request do (RequestField::record_name).
@@ -91,5 +96,7 @@ Status check_field(const RequestField& field, double value, int64_t context = 0,
 // 70000 at position 2 is out of range [0, 32000)". check_token_ids: every id.
 Status check_token_id(const char* field, int64_t id, size_t position, int64_t vocab_size);
 Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size);
+// A text field of at most max_bytes: "cache_salt is longer than 256 bytes (300)".
+Status check_text_bytes(const char* field, std::string_view text, uint32_t max_bytes);
 
 }  // namespace zl

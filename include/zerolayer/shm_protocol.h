@@ -294,7 +294,7 @@ typedef struct zl_shm_request {
   uint32_t ignore_eos;            /* 0 or 1 */
   uint32_t num_stop;              /* <= ZL_SHM_MAX_STOP */
   uint32_t num_stop_token_ids;    /* <= ZL_SHM_MAX_STOP_TOKEN_IDS */
-  uint32_t stop_bytes[ZL_SHM_MAX_STOP]; /* each > 0 for i < num_stop */
+  uint32_t stop_bytes[ZL_SHM_MAX_STOP]; /* each in [1, 1024] for i < num_stop */
   uint32_t cache_salt_bytes;      /* <= ZL_SHM_MAX_CACHE_SALT_BYTES */
   uint32_t has_signature;         /* 0 or 1 */
   uint8_t signature[16];          /* first block's cache signature (low, high; little-endian), a hint */

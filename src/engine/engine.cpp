@@ -388,6 +388,8 @@ StatusOr<RequestId> Engine::Impl::submit(Request request) {
   ZL_RETURN_IF_ERROR(check_token_ids("prompt", prompt, mc.vocab_size));
   ZL_RETURN_IF_ERROR(validate_sampling(request.sampling, mc.vocab_size));
   ZL_RETURN_IF_ERROR(check_token_ids("stop_token_ids", request.stop_token_ids, mc.vocab_size));
+  for (const std::string& stop : request.stop) ZL_RETURN_IF_ERROR(check_text_bytes("stop", stop, kMaxStopBytes));
+  ZL_RETURN_IF_ERROR(check_text_bytes("cache_salt", request.cache_salt, kMaxCacheSaltBytes));
   ZL_RETURN_IF_ERROR(check_field(field::kMaxTokens, request.max_new_tokens, 0, FieldName::kRecord));
   ZL_RETURN_IF_ERROR(check_field(field::kMinTokenProb, request.min_token_prob));
   const int64_t num_prompt = static_cast<int64_t>(prompt.size());

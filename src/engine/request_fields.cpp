@@ -29,4 +29,9 @@ Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t 
   return ok_status();
 }
 
+Status check_text_bytes(const char* field, std::string_view text, uint32_t max_bytes) {
+  if (text.size() <= max_bytes) return ok_status();
+  return invalid_argument(field, " is longer than ", max_bytes, " bytes (", text.size(), ")");
+}
+
 }  // namespace zl

@@ -119,7 +119,7 @@ OptError read_string(const json& j, const char* key, size_t max_bytes, std::stri
   if (!v) return std::nullopt;
   if (!v->is_string()) return bad_request(key, str_cat(key, " must be a string"));
   out = v->get<std::string>();
-  if (out.size() > max_bytes) return bad_request(key, str_cat(key, " is longer than ", max_bytes, " bytes"));
+  if (Status s = check_text_bytes(key, out, max_bytes); !s.ok()) return bad_request(key, s.message());
   return std::nullopt;
 }
 
@@ -224,8 +224,7 @@ OptError read_stop(const json& j, const ApiLimits& limits, std::vector<std::stri
   auto add = [&](const json& s) -> OptError {
     if (!s.is_string()) return bad_request("stop", "stop must be a string or a list of strings");
     const std::string& text = s.get_ref<const std::string&>();
-    if (text.size() > static_cast<size_t>(limits.max_stop_bytes))
-      return bad_request("stop", str_cat("stop strings may be at most ", limits.max_stop_bytes, " bytes"));
+    if (Status e = check_text_bytes("stop", text, kMaxStopBytes); !e.ok()) return bad_request("stop", e.message());
     if (!text.empty()) out.push_back(text);
     return std::nullopt;
   };
@@ -392,7 +391,7 @@ OptError parse_common_fields(const json& j, const ApiLimits& limits, CompletionR
   if (OptError e = read_bool(j, "include_stop_str_in_output", out.include_stop_str)) return e;
   if (OptError e = read_bool(j, "skip_special_tokens", out.skip_special_tokens)) return e;
   if (OptError e = read_stream(j, out)) return e;
-  if (OptError e = read_string(j, "cache_salt", 256, out.cache_salt)) return e;
+  if (OptError e = read_string(j, "cache_salt", kMaxCacheSaltBytes, out.cache_salt)) return e;
   if (OptError e = read_field(j, field::kPriority, out.priority)) return e;
   if (OptError e = read_field(j, field::kMinTokenProb, out.min_token_prob)) return e;
   if (OptError e = read_bool(j, "return_token_ids", out.return_token_ids)) return e;

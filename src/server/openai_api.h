@@ -46,7 +46,6 @@ struct ApiLimits {
   int32_t vocab_size = 0;
   int32_t max_seq_len = 0;
   int32_t max_stop_strings = 64;
-  int32_t max_stop_bytes = 1024;      // per stop string
   int32_t max_choices = 1024;         // prompts x n
   // Text longer than this cannot tokenize into max_seq_len tokens; 0: max_seq_len x kMaxPromptBytesPerToken.
   int64_t max_prompt_bytes = 0;

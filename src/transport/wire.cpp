@@ -149,6 +149,7 @@ Status decode_payload(const zl_shm_request& r, const WireLimits& limits, std::st
     if (r.stop_bytes[i] == 0) return invalid_argument("stop_bytes[", i, "] is 0: stop strings must not be empty");
     ZL_RETURN_IF_ERROR(payload.take("stop_bytes", r.stop_bytes[i], &p));
     req.stop.emplace_back(reinterpret_cast<const char*>(p), r.stop_bytes[i]);
+    ZL_RETURN_IF_ERROR(check_text_bytes("stop", req.stop.back(), kMaxStopBytes));
     if (!valid_utf8(req.stop.back())) return invalid_argument("stop string ", i, " is not valid UTF-8");
   }
   ZL_RETURN_IF_ERROR(payload.take("cache_salt_bytes", r.cache_salt_bytes, &p));
@@ -198,6 +199,7 @@ Status decode_submit(const zl_shm_request& r, const WireLimits& limits, std::str
   static_assert(ZL_SHM_MAX_STOP_TOKEN_IDS == kMaxStopTokenIds, "HTTP and shared memory take as many stop ids");
   if (r.num_stop_token_ids > ZL_SHM_MAX_STOP_TOKEN_IDS)
     return invalid_argument("num_stop_token_ids ", r.num_stop_token_ids, " exceeds ", ZL_SHM_MAX_STOP_TOKEN_IDS);
+  static_assert(ZL_SHM_MAX_CACHE_SALT_BYTES == kMaxCacheSaltBytes, "HTTP and shared memory take as long a salt");
   if (r.cache_salt_bytes > ZL_SHM_MAX_CACHE_SALT_BYTES)
     return invalid_argument("cache_salt_bytes ", r.cache_salt_bytes, " exceeds ", ZL_SHM_MAX_CACHE_SALT_BYTES);
   if (r.num_logit_bias > ZL_SHM_MAX_LOGIT_BIAS)

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "collecting_sink.h"
+#include "zerolayer/request_fields.h"
 
 namespace zl {
 namespace {
@@ -64,6 +65,12 @@ TEST_F(EngineTest, SubmitRejectsBadRequestsNamingTheField) {
   Request bad_stop = greedy({1, 2}, 4, sink);
   bad_stop.stop_token_ids = {3, 600};
   expect_rejected(std::move(bad_stop), "stop_token_ids");
+  Request long_stop = greedy({1, 2}, 4, sink);
+  long_stop.stop = {"ok", std::string(kMaxStopBytes + 1, 'x')};
+  expect_rejected(std::move(long_stop), "stop is longer than 1024 bytes");
+  Request long_salt = greedy({1, 2}, 4, sink);
+  long_salt.cache_salt.assign(kMaxCacheSaltBytes + 1, 's');
+  expect_rejected(std::move(long_salt), "cache_salt is longer than 256 bytes");
   expect_rejected(greedy(std::vector<int32_t>(1024, 5), 4, sink), "context");
   EXPECT_EQ(sink->num_finish_events, 0);  // rejected requests send no event
 }

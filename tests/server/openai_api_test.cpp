@@ -248,6 +248,22 @@ TEST_F(OpenAiApiTest, TokenIdListsAreCheckedAsTheEngineChecksThem) {
   EXPECT_EQ(param_of(many.dump()), "<ok>");
 }
 
+// Stop strings and cache_salt have the table's byte limits, as the engine
+// and the shared-memory decoder check them (check_text_bytes).
+TEST_F(OpenAiApiTest, TextFieldsHaveTheTablesLimits) {
+  for (const auto& [field, max] : {std::pair<const char*, uint32_t>{"stop", kMaxStopBytes},
+                                   std::pair<const char*, uint32_t>{"cache_salt", kMaxCacheSaltBytes}}) {
+    json body = {{"prompt", {1}}};
+    body[field] = std::string(max, 'a');
+    EXPECT_EQ(param_of(body.dump()), "<ok>") << field;
+    body[field] = std::string(max + 1, 'a');
+    auto e = parse(body.dump());
+    ASSERT_TRUE(e.has_value()) << field;
+    EXPECT_EQ(e->param, field);
+    EXPECT_EQ(e->message, check_text_bytes(field, std::string(max + 1, 'a'), max).message());
+  }
+}
+
 TEST_F(OpenAiApiTest, TooManyStopStrings) {
   json body{{"prompt", "x"}, {"stop", json::array()}};
   for (int i = 0; i < 1000; ++i) body["stop"].push_back(std::to_string(i) + "s");

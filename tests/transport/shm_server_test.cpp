@@ -12,6 +12,7 @@
 
 #include "engine/collecting_sink.h"
 #include "shm_test_util.h"
+#include "zerolayer/request_fields.h"
 
 namespace zl::test {
 namespace {
@@ -200,6 +201,32 @@ TEST_F(ShmServerTest, StructuredOutputHoldsTheLanguage) {
   ShmResult result = read_until_terminal(client_, id);
   ASSERT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_ERROR));
   EXPECT_EQ(std::string(result.terminal.text, result.terminal.text_bytes).rfind("structured_output: ", 0), 0u);
+}
+
+// A stop string longer than the table's kMaxStopBytes is the SUBMIT's
+// ERROR record, naming the field as HTTP and the engine do.
+TEST_F(ShmServerTest, AStopStringPastTheLimitIsAnError) {
+  const std::string too_long(kMaxStopBytes + 1, 'z');
+  for (const std::string& stop : {std::string(kMaxStopBytes, 'z'), too_long}) {
+    zl_request request;
+    zl_request_init(&request);
+    request.prompt_text = "x";
+    request.prompt_text_bytes = 1;
+    request.max_new_tokens = 2;
+    const char* stops[] = {stop.c_str()};
+    request.stop = stops;
+    request.num_stop = 1;
+    uint64_t id = 0;
+    ASSERT_EQ(zl_client_submit(client_, &request, &id), ZL_OK);
+    ShmResult result = read_until_terminal(client_, id);
+    if (stop.size() <= kMaxStopBytes) {
+      EXPECT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_FINISH));
+      continue;
+    }
+    ASSERT_EQ(result.terminal.kind, uint32_t(ZL_SHM_RESPONSE_ERROR));
+    EXPECT_NE(std::string(result.terminal.text, result.terminal.text_bytes).find("stop is longer than 1024 bytes"),
+              std::string::npos);
+  }
 }
 
 // Protocol version 3: logit_bias steers every token (dummy:tiny's byte
