@@ -69,7 +69,7 @@ def test_streaming_text_prompt(client):
 def test_rejected_request_names_the_field(client):
     with pytest.raises(zl.RequestError, match="temperature"):
         client.generate([1, 2], max_new_tokens=4, temperature=math.nan)
-    with pytest.raises(zl.RequestError, match="prompt token"):
+    with pytest.raises(zl.RequestError, match="prompt: token id"):
         client.generate([10**6], max_new_tokens=4)
     assert client.generate([1, 2], max_new_tokens=3, temperature=0.0, ignore_eos=True).num_generated_tokens == 3
 
