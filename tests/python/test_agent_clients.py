@@ -11,14 +11,13 @@ released Gemma 3 270M (scripts/fetch_models.sh), greedy, and is skipped
 where that file is missing.
 """
 
-import os
-from pathlib import Path
 from typing import Annotated, List, Literal
 
 import pytest
 
 from qwen_server import server  # noqa: F401 (a fixture)
 from test_http_server import MODEL
+from test_released_model import gemma_gguf
 
 pydantic = pytest.importorskip("pydantic")
 
@@ -70,12 +69,6 @@ def test_instructor(server, mode):
     assert isinstance(pet, Pet)
 
 
-def model_cache():
-    if os.environ.get("ZEROLAYER_MODEL_CACHE"):
-        return Path(os.environ["ZEROLAYER_MODEL_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zerolayer"
-
-
 class Person(pydantic.BaseModel):
     name: str
     age: int
@@ -84,9 +77,7 @@ class Person(pydantic.BaseModel):
 def test_instructor_json_mode_on_a_released_model():
     instructor = pytest.importorskip("instructor")
     from test_http_server import Server
-    gguf = model_cache() / "gemma-3-270m-q4_k_m.gguf"
-    if not gguf.is_file():
-        pytest.skip(f"{gguf} is missing (scripts/fetch_models.sh fetches it)")
+    gguf = gemma_gguf()
     # The file has no chat template (a base model); ChatML carries the system prompt JSON mode sends.
     s = Server("--model", str(gguf), "--served-model-name", MODEL, "--kv-cache-memory", "64M", "--max-seq-len", "1024",
                "--chat-template", "chatml")

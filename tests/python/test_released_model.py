@@ -28,7 +28,8 @@ NEAR_TIE = 0.3  # as released_model_test.cpp's kNearTie
 MODEL = "gemma-3-270m"
 
 
-def model_path():
+def gemma_gguf():
+    """The released file in the model cache fetch_models.sh fills; skips, naming the path, without it."""
     cache = os.environ.get("ZEROLAYER_MODEL_CACHE") or \
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zerolayer"
     path = Path(cache) / "gemma-3-270m-q4_k_m.gguf"
@@ -58,7 +59,7 @@ def check_against_llama(ids, run):
 
 
 def test_serve_16_concurrent_requests_continue_as_llama_cpp(golden):
-    gguf = model_path()
+    gguf = gemma_gguf()
     runs = golden["runs"]
     requests = [runs[i % len(runs)] for i in range(16)]
     s = Server("--model", str(gguf), "--served-model-name", MODEL, "--kv-cache-dtype", "f32",
@@ -77,9 +78,8 @@ def test_serve_16_concurrent_requests_continue_as_llama_cpp(golden):
     finally:
         assert s.stop() == 0
     served = {}
-    for run, (ids, text) in zip(requests, answers):
-        assert served.setdefault(run["text"], (ids, text)) == (ids, text), run["text"]
-        check_against_llama(ids, run)
+    for run, answer in zip(requests, answers):
+        assert served.setdefault(run["text"], answer) == answer, run["text"]
     identical = sum(check_against_llama(served[r["text"]][0], r) == len(r["greedy_ids"]) for r in runs)
     print(f"{identical} of {len(runs)} served continuations are llama.cpp's for all {golden['n_steps']} tokens")
     # `generate` gives the served text, every token (one prompt per process).
