@@ -353,17 +353,20 @@ TEST(MatmulTest, PackedOnlyTargetsSplitInsideGroups) {
 
 // 16-token tiles of packed Q8_0 and I8 go to the AMX tiles where the CPU has
 // them: every output must be the bits the VNNI kernel gives a token alone
-// (35 tokens: two AMX tiles and a VNNI remainder; rows cut inside groups).
+// (19 and 35 tokens: one or two AMX tiles, which read ahead differently,
+// and a VNNI remainder; rows cut inside groups).
 TEST(MatmulTest, AmxTilesGiveTheVnniBits) {
   if (!amx_int8_supported()) GTEST_SKIP() << "no AMX-INT8 here (or ZEROLAYER_AMX=0)";
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
-  const int64_t tokens = 35, rows = 75, cols = 416;
-  std::vector<float> wf(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(tokens * cols));
+  const int64_t rows = 75, cols = 416;
+  std::vector<float> wf(static_cast<size_t>(rows * cols));
   for (float& v : wf) v = u(rng);
-  for (float& v : x) v = u(rng);
-  for (DType dtype : {DType::kQ8_0, DType::kI8}) {
+  const std::pair<DType, int64_t> cases[] = {{DType::kQ8_0, 35}, {DType::kI8, 35}, {DType::kQ8_0, 19}};
+  for (const auto& [dtype, tokens] : cases) {
+    std::vector<float> x(static_cast<size_t>(tokens * cols));
+    for (float& v : x) v = u(rng);
     Quantized m = make_matrix(dtype, wf, rows, cols);
     const WeightMatrix packed = m.with_packed();
     std::vector<float> all(static_cast<size_t>(tokens * rows)), one(static_cast<size_t>(rows));
