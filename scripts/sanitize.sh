@@ -34,5 +34,5 @@ if (($#)); then
   ctest --output-on-failure -j "$(nproc)" "$@"
 else
   ctest --output-on-failure -j "$(nproc)" -L unit
-  ctest --output-on-failure -j "$(nproc)" -R '^(OverlapTest|Policies/EngineCoreRandomTest)\.'
+  ctest --output-on-failure -j "$(nproc)" -R '^(OverlapTest|(Policies|PrefillFirst)/EngineCoreRandomTest)\.'
 fi

@@ -47,6 +47,13 @@ struct EngineConfig {
   int32_t max_num_seqs = 256;         // sequences in one batch at most
   int32_t max_num_batched_tokens = 2048;  // tokens in one forward pass at most
   int32_t max_num_waiting = 4096;     // queue bound; submit fails beyond it
+  // Prefill first (SGLang's way): while an admitted prompt still prefills,
+  // passes compute prompts alone and decoding sequences wait, for at most
+  // this many ms in a row; then one pass mixes them. A new prompt's first
+  // token then waits for the prompts before it only, at the cost of the
+  // decoders' inter-token time. 0: every pass mixes (vLLM's way): all
+  // decodes first, then prefill chunks with the budget left.
+  int32_t prefill_first_ms = 0;
   // KV pool size (CPU): kv_cache_bytes when > 0; else kv_cache_fraction of
   // the machine's total memory when > 0; else (the default) what
   // max_num_seqs sequences of the full context need, at most
@@ -96,6 +103,8 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   // Passes queued while the one before still ran (overlap scheduling).
   int64_t num_overlapped_passes = 0;
+  // Prefill first: passes that ran prompts alone while other requests decoded.
+  int64_t num_prompt_passes = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   KvPoolStats kv;

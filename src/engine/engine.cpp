@@ -98,6 +98,7 @@ uint64_t model_fingerprint(const ModelSource& source) {
 Status validate_config(const EngineConfig& c) {
   if (c.max_num_seqs < 1 || c.max_num_seqs > 65536) return invalid_argument("max_num_seqs must be in [1, 65536], got ", c.max_num_seqs);
   if (c.max_num_batched_tokens < 1) return invalid_argument("max_num_batched_tokens must be >= 1, got ", c.max_num_batched_tokens);
+  if (c.prefill_first_ms < 0) return invalid_argument("prefill_first_ms must be >= 0, got ", c.prefill_first_ms);
   if (c.max_num_waiting < 1) return invalid_argument("max_num_waiting must be >= 1, got ", c.max_num_waiting);
   if (c.block_size < 1 || c.block_size > 1024) return invalid_argument("block_size must be in [1, 1024], got ", c.block_size);
   if (c.kv_cache_bytes < 0) return invalid_argument("kv_cache_memory must be positive, got ", c.kv_cache_bytes);

@@ -45,6 +45,7 @@ struct EngineMetrics {
   Histogram prompt_tokens, generation_tokens;
   int64_t num_preemptions = 0;
   int64_t num_overlapped_passes = 0;     // passes queued while another ran
+  int64_t num_prompt_passes = 0;         // prefill first: passes of prompts alone while others decode
   int64_t num_finished_by_reason[4] = {};  // by FinishReason
   int64_t prompt_tokens_total = 0, generation_tokens_total = 0;
   RequestLog request_log;

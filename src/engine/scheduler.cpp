@@ -14,6 +14,8 @@ Scheduler::Scheduler(EngineState& state, KvCache& cache) : state_(state), cache_
 void Scheduler::schedule(StepPlan& plan, bool pass_running) {
   plan_ = &plan;
   admit_waiting(/*may_compact=*/!pass_running);
+  if (plan_prompts_alone()) return;
+  decodes_waiting_since_ = Clock::time_point();  // every decoder has a row below (budget allowing)
   const int32_t budget = state_.config.max_num_batched_tokens;
   const size_t num_kept = plan.num_decode_rows;
   plan.reused = state_.rows_kept && num_kept > 0 && static_cast<int32_t>(num_kept) <= budget;
@@ -32,6 +34,46 @@ void Scheduler::schedule(StepPlan& plan, bool pass_running) {
   // free: then give the latest admitted sequence's memory to the others.
   // (Not while a pass runs: its sequences' blocks must stay.)
   if (plan.scheduled.empty() && state_.running.size() > 1 && !pass_running) preempt_last();
+}
+
+// Prefill first: a pass of prompts alone, unless decoders have sat out
+// prefill_first_ms already or no prompt can be planned.
+bool Scheduler::plan_prompts_alone() {
+  const int32_t limit_ms = state_.config.prefill_first_ms;
+  if (limit_ms <= 0) return false;
+  const Clock::time_point now = Clock::now();
+  const bool stalled = decodes_waiting_since_ != Clock::time_point();
+  if (stalled && now - decodes_waiting_since_ >= std::chrono::milliseconds(limit_ms)) return false;
+  bool prompts = false, decoders = false;
+  for (const auto& seq : state_.running) {
+    decoders = decoders || decodes_next(seq.get());
+    prompts = prompts || prefill_left(seq.get()) > 1;
+  }
+  if (!prompts) return false;  // the plan buffer (and its kept rows) untouched
+  StepPlan& plan = *plan_;
+  plan.clear();
+  plan.reused = false;
+  state_.rows_kept = false;  // the kept decode rows, if any, are gone from the buffer
+  add_prefill_chunks(state_.config.max_num_batched_tokens, kPrefillFirstTokens);
+  if (plan.scheduled.empty()) return false;  // no memory for a prompt: a mixed pass
+  plan.num_decode_rows = 0;
+  plan.all_decoders_scheduled = !decoders;
+  if (decoders && !stalled) decodes_waiting_since_ = now;
+  state_.metrics.num_prompt_passes += decoders;
+  return true;
+}
+
+int32_t Scheduler::prefill_left(const Sequence* seq) const {
+  const bool in_flight = state_.in_flight(seq);
+  if (seq->state != SeqState::kRunning || (in_flight && seq->plan_row >= 0)) return 0;
+  return static_cast<int32_t>(seq->tokens.size()) - seq->num_computed - (in_flight ? seq->plan_tokens : 0);
+}
+
+bool Scheduler::decodes_next(const Sequence* seq) const {
+  if (seq->state != SeqState::kRunning) return false;  // finished, its pass still running
+  const bool in_flight = state_.in_flight(seq);
+  if (in_flight && seq->plan_row >= 0) return true;
+  return seq->num_pending() - (in_flight ? seq->plan_tokens : 0) == 1;
 }
 
 void Scheduler::admit_waiting(bool may_compact) {
@@ -107,9 +149,8 @@ void Scheduler::add_decodes(int32_t* budget) {
   size_t i = 0;
   for (; i < running.size() && *budget > 0; ++i) {
     Sequence* seq = running[i].get();
-    if (seq->state != SeqState::kRunning) continue;  // finished, its pass still running
-    const bool in_flight = state_.in_flight(seq);
-    if (in_flight && seq->plan_row >= 0) {
+    if (!decodes_next(seq)) continue;
+    if (state_.in_flight(seq) && seq->plan_row >= 0) {
       // Its in-flight row samples its last token: it finishes by length.
       if (static_cast<int32_t>(seq->tokens.size()) + 1 >= seq->max_total_tokens) continue;
       const int32_t start = seq->num_computed + seq->plan_tokens;
@@ -121,7 +162,6 @@ void Scheduler::add_decodes(int32_t* budget) {
       *budget -= 1;
       continue;
     }
-    if (seq->num_pending() - (in_flight ? seq->plan_tokens : 0) != 1) continue;
     const int32_t num_tokens = static_cast<int32_t>(seq->tokens.size());
     bool has_room = reserve(seq, num_tokens);
     while (!has_room && running.back().get() != seq && may_preempt_last()) {
@@ -144,15 +184,14 @@ void Scheduler::add_decodes(int32_t* budget) {
   plan_->all_decoders_scheduled = *budget > 0 || i >= running.size();
 }
 
-// Prefill chunks in admission order with what is left of the budget.
-void Scheduler::add_prefill_chunks(int32_t budget) {
-  for (size_t i = 0; i < state_.running.size() && budget > 0; ++i) {
+// Prefill chunks in admission order with what is left of the budget, until
+// the plan holds `enough` tokens.
+void Scheduler::add_prefill_chunks(int32_t budget, size_t enough) {
+  for (size_t i = 0; i < state_.running.size() && budget > 0 && plan_->tokens.size() < enough; ++i) {
     Sequence* seq = state_.running[i].get();
-    const bool in_flight = state_.in_flight(seq);
-    if (seq->state != SeqState::kRunning || (in_flight && seq->plan_row >= 0)) continue;
-    const int32_t start = seq->num_computed + (in_flight ? seq->plan_tokens : 0);
-    const int32_t pending = static_cast<int32_t>(seq->tokens.size()) - start;
+    const int32_t pending = prefill_left(seq);
     if (pending <= 1) continue;
+    const int32_t start = static_cast<int32_t>(seq->tokens.size()) - pending;
     int32_t chunk = std::min(pending, budget);
     if (state_.window) chunk = state_.window->max_chunk(seq->window, start, chunk);
     if (!reserve(seq, start + chunk)) continue;  // wait for memory

@@ -20,6 +20,13 @@
 // stage kept the decode rows (EngineState::rows_kept), only prefill chunks
 // are added after them.
 //
+// Prefill first (EngineConfig::prefill_first_ms > 0): while some admitted
+// prompt still prefills, the pass computes prompts alone, in admission order
+// until it holds kPrefillFirstTokens tokens, and decoding sequences sit it
+// out, for at most prefill_first_ms in a row; then one mixed pass as above.
+// A prompt's first token then waits only for the prompts before it, not for
+// every decode row of the load (bench/results/flat_latency).
+//
 // With a pass still running (overlap) the plan is made as if it had ended:
 // each sequence counts the tokens it has in that pass, and a row there
 // becomes a decode here whose token the runner copies from that pass's
@@ -38,6 +45,11 @@
 
 namespace zl {
 
+// A prefill-first pass stops taking prompts at this many tokens: on the CPU
+// 128 tokens already run the matmuls at their compute peak, so more would
+// only delay the oldest prompt's first token.
+inline constexpr size_t kPrefillFirstTokens = 128;
+
 class Scheduler {
  public:
   // cache: compaction copies blocks in it.
@@ -50,8 +62,14 @@ class Scheduler {
  private:
   void admit_waiting(bool may_compact);
   bool compact_for(int32_t max_total_tokens);
+  bool plan_prompts_alone();
+  // Whether seq's next token, in a plan made now, is a decode.
+  bool decodes_next(const Sequence* seq) const;
+  // The tokens seq has to compute in a plan made now, past any in flight
+  // (0 while a row in flight samples its next token); > 1: it prefills.
+  int32_t prefill_left(const Sequence* seq) const;
   void add_decodes(int32_t* budget);
-  void add_prefill_chunks(int32_t budget);
+  void add_prefill_chunks(int32_t budget, size_t enough = SIZE_MAX);
   bool reserve(Sequence* seq, int32_t num_tokens);
   // feed_row >= 0: the one token is the in-flight pass's next token of
   // that row (overlap), else tokens from `start`.
@@ -64,6 +82,8 @@ class Scheduler {
   StepPlan* plan_ = nullptr;             // during schedule()
   std::vector<SeqBlocks*> live_scratch_; // [max_num_seqs] compaction: the running sequences' blocks
   std::vector<BlockMove> moves_;         // [num_blocks] compaction: block copies to apply
+  // Prefill first: since when decoders have sat out (zero: they have not).
+  Clock::time_point decodes_waiting_since_;
 };
 
 }  // namespace zl

@@ -146,6 +146,8 @@ std::string prometheus_text(const EngineStats& s, const HttpCounters& http, cons
   metric("vllm:num_requests_waiting", "gauge", "Requests waiting to be admitted.", s.num_waiting);
   metric("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage: 1 means every block is held.", usage);
   metric("vllm:num_preemptions_total", "counter", "Preemptions (paged policy).", s.num_preemptions);
+  metric("zerolayer:prompt_passes_total", "counter", "Passes of prompts alone while others decoded (--prefill-first-ms).",
+         s.num_prompt_passes);
   metric("vllm:prompt_tokens_total", "counter", "Prompt tokens admitted.", s.prompt_tokens_total);
   metric("vllm:generation_tokens_total", "counter", "Tokens generated.", s.generation_tokens_total);
   for (FinishReason reason : {FinishReason::kStop, FinishReason::kLength, FinishReason::kAborted, FinishReason::kError})

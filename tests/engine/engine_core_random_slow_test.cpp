@@ -8,7 +8,8 @@
 // runs twice: with overlap scheduling (aborts then also land while a pass
 // runs and another is planned past it; under paged and hybrid a decode that
 // finds no block waits for the running pass before anyone is preempted) and
-// without.
+// without; and once more with overlap and prefill first (passes of prompts
+// alone while decoders wait).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -31,7 +32,7 @@ struct CountingSink : EventSink {
   }
 };
 
-class EngineCoreRandomTest : public ::testing::TestWithParam<std::tuple<CachePolicy, bool>> {};
+class EngineCoreRandomTest : public ::testing::TestWithParam<std::tuple<CachePolicy, bool, bool>> {};
 
 TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
   EngineConfig config;
@@ -40,6 +41,8 @@ TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
   const CachePolicy policy = std::get<0>(GetParam());
   config.cache_policy = policy;
   config.overlap_scheduling = std::get<1>(GetParam());
+  // Steps take microseconds here: 1 ms lets decoders wait many passes.
+  config.prefill_first_ms = std::get<2>(GetParam()) ? 1 : 0;
   test::TinyModel tiny(config.max_num_batched_tokens, 24, 8);  // 192 tokens: constant pressure
   EngineCore core(config, tiny.model, *tiny.cache, {257});
   const Tokenizer& tokenizer = *tiny.source.tokenizer;
@@ -100,6 +103,7 @@ TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
   EXPECT_EQ(errors, 0);
   EXPECT_GT(stats.kv.prefix_hit_tokens, 0);
   EXPECT_EQ(stats.num_overlapped_passes > 0, config.overlap_scheduling);
+  EXPECT_EQ(stats.num_prompt_passes > 0, config.prefill_first_ms > 0);
   if (policy == CachePolicy::kContiguous) {
     EXPECT_EQ(stats.num_preemptions, 0);
   } else if (policy == CachePolicy::kPaged) {
@@ -109,14 +113,16 @@ TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
   RecordProperty("preemptions", static_cast<int>(stats.num_preemptions));
 }
 
+std::string param_name(const ::testing::TestParamInfo<std::tuple<CachePolicy, bool, bool>>& info) {
+  return std::string(cache_policy_name(std::get<0>(info.param))) + (std::get<1>(info.param) ? "_overlap" : "") +
+         (std::get<2>(info.param) ? "_prefill_first" : "");
+}
+
+const auto kPolicies = ::testing::Values(CachePolicy::kContiguous, CachePolicy::kPaged, CachePolicy::kHybrid);
 INSTANTIATE_TEST_SUITE_P(Policies, EngineCoreRandomTest,
-                         ::testing::Combine(::testing::Values(CachePolicy::kContiguous, CachePolicy::kPaged,
-                                                              CachePolicy::kHybrid),
-                                            ::testing::Bool()),
-                         [](const auto& info) {
-                           return std::string(cache_policy_name(std::get<0>(info.param))) +
-                                  (std::get<1>(info.param) ? "_overlap" : "");
-                         });
+                         ::testing::Combine(kPolicies, ::testing::Bool(), ::testing::Values(false)), param_name);
+INSTANTIATE_TEST_SUITE_P(PrefillFirst, EngineCoreRandomTest,
+                         ::testing::Combine(kPolicies, ::testing::Values(true), ::testing::Values(true)), param_name);
 
 }  // namespace
 }  // namespace zl

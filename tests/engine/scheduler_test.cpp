@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "engine/postprocess.h"
@@ -21,16 +23,17 @@ struct NoSink : EventSink {
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  SchedulerTest()
-      : config_(make_config()),
+  ~SchedulerTest() override { stage_.publish(); }
+
+  explicit SchedulerTest(const EngineConfig& config)
+      : config_(config),
         tiny_(config_.max_num_batched_tokens, 32, 8),
         stage_([](RequestId) {}, 64),
         state_(config_, *tiny_.cache, tiny_.source.config.max_seq_len, 0, stage_),
         scheduler_(state_, *tiny_.cache),
         postprocess_(state_, tiny_.cache->block_size(), {}),
         plan_(config_.max_num_batched_tokens, config_.max_num_seqs) {}
-
-  ~SchedulerTest() override { stage_.publish(); }
+  SchedulerTest() : SchedulerTest(make_config()) {}
 
   static EngineConfig make_config() {
     EngineConfig config;
@@ -124,6 +127,80 @@ TEST_F(SchedulerTest, AdmissionStopsAtTheFirstRequestThatDoesNotFit) {
   EXPECT_EQ(state_.running.size(), 1u);
   EXPECT_EQ(state_.waiting.size(), 2u);
   EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{16}));
+}
+
+// Prefill first, with a budget that would take every prompt at once.
+class PrefillFirstTest : public SchedulerTest {
+ protected:
+  explicit PrefillFirstTest(int32_t prefill_first_ms = 60000) : SchedulerTest(config_with(prefill_first_ms)) {}
+  static EngineConfig config_with(int32_t prefill_first_ms) {
+    EngineConfig config = make_config();
+    config.max_num_batched_tokens = 256;
+    config.prefill_first_ms = prefill_first_ms;
+    return config;
+  }
+  // Admits and prefills a 10-token prompt: it decodes from then on.
+  Sequence* add_decoder(RequestId id) {
+    Sequence* seq = add(id, 10);
+    scheduler_.schedule(plan_, false);
+    run_pass();
+    return seq;
+  }
+};
+
+TEST_F(PrefillFirstTest, PromptsRunAloneWhileOthersDecode) {
+  Sequence* a = add_decoder(1);
+  Sequence* b = add(2, 130);
+  Sequence* c = add(3, 10);
+  // b alone: it reaches kPrefillFirstTokens, so c waits; a sits out.
+  scheduler_.schedule(plan_, false);
+  EXPECT_EQ(state_.running.size(), 3u);
+  EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{130}));
+  EXPECT_EQ(plan_.num_decode_rows, 0u);
+  EXPECT_FALSE(plan_.all_decoders_scheduled);
+  run_pass();
+  EXPECT_EQ(a->tokens.size(), 11u);  // no token for a in that pass
+  // c's prompt alone; a and b (whose first token came) wait.
+  scheduler_.schedule(plan_, false);
+  EXPECT_EQ(plan_.row_seqs, (std::vector<Sequence*>{c}));
+  run_pass();
+  // No prompt left: everyone decodes, in admission order.
+  scheduler_.schedule(plan_, false);
+  EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{1, 1, 1}));
+  EXPECT_EQ(plan_.row_seqs, (std::vector<Sequence*>{a, b, c}));
+}
+
+TEST_F(PrefillFirstTest, PromptsShareAPassUpToTheTokenMark) {
+  for (RequestId id = 1; id <= 4; ++id) add(id, 50);
+  // 50 + 50 < 128 <= 150: three whole prompts; a mixed pass would take all four.
+  scheduler_.schedule(plan_, false);
+  EXPECT_EQ(state_.running.size(), 4u);
+  EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{50, 50, 50}));
+}
+
+class PrefillFirstLimitTest : public PrefillFirstTest {
+ protected:
+  PrefillFirstLimitTest() : PrefillFirstTest(/*prefill_first_ms=*/1) {}
+};
+
+TEST_F(PrefillFirstLimitTest, DecodersWaitAtMostTheLimit) {
+  Sequence* a = add_decoder(1);
+  Sequence* b = add(2, 130);
+  scheduler_.schedule(plan_, false);
+  EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{130}));
+  run_pass();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // A prompt waits, but a has sat out past the limit: a mixed pass.
+  Sequence* c = add(3, 10);
+  scheduler_.schedule(plan_, false);
+  EXPECT_EQ(plan_.num_decode_rows, 2u);
+  EXPECT_EQ(plan_.row_seqs, (std::vector<Sequence*>{a, b, c}));
+  EXPECT_TRUE(plan_.all_decoders_scheduled);
+  run_pass();
+  // The clock starts again: a new prompt runs alone.
+  add(4, 10);
+  scheduler_.schedule(plan_, false);
+  EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{10}));
 }
 
 }  // namespace

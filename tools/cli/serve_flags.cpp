@@ -43,6 +43,7 @@ StatusOr<EngineConfig> serve_engine_config(const ServeFlags& f) {
   config.max_num_seqs = f.max_num_seqs;
   config.max_num_batched_tokens = f.max_num_batched_tokens;
   config.max_num_waiting = f.max_num_waiting;
+  config.prefill_first_ms = f.prefill_first_ms;
   config.block_size = f.block_size;
   ZL_ASSIGN_OR_RETURN(config.cache_policy, parse_cache_policy(f.cache_policy));
   config.overlap_scheduling = f.overlap_scheduling == "on";
@@ -115,6 +116,13 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
   cmd.add_option("--shm-size", f.shm_size, "Shared-memory segment size (e.g. 64M)")->envname(env("SHM_SIZE"))->capture_default_str();
   cmd.add_option("--max-num-seqs", f.max_num_seqs, "Sequences in one batch at most")->envname(env("MAX_NUM_SEQS"))->check(CLI::Range(1, 65536))->capture_default_str();
   cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Tokens in one forward pass at most")->envname(env("MAX_NUM_BATCHED_TOKENS"))->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  cmd.add_option("--prefill-first-ms", f.prefill_first_ms,
+                 "Prefill first: while a prompt prefills, passes run prompts alone and decoding requests wait, at "
+                 "most this many ms in a row (lower TTFT under load, higher inter-token time); 0: every pass mixes "
+                 "decodes and prefill chunks")
+      ->envname(env("PREFILL_FIRST_MS"))
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
   cmd.add_option("--max-num-waiting", f.max_num_waiting, "Waiting-queue bound; beyond it requests get 503")->envname(env("MAX_NUM_WAITING"))->check(CLI::Range(1, 1 << 24))->capture_default_str();
   cmd.add_option("--cache-policy", f.cache_policy, "KV memory policy: contiguous, paged or hybrid")->envname(env("CACHE_POLICY"))->check(CLI::IsMember({"contiguous", "paged", "hybrid"}))->capture_default_str();
   cmd.add_option("--overlap-scheduling", f.overlap_scheduling, "Plan and publish beside the running forward pass (CPU): on or off")->envname(env("OVERLAP_SCHEDULING"))->check(CLI::IsMember({"on", "off"}))->capture_default_str();

@@ -29,6 +29,7 @@ struct ServeFlags {
   int max_num_seqs = 256;
   int max_num_batched_tokens = 2048;
   int max_num_waiting = 4096;
+  int prefill_first_ms = 0;
   std::string cache_policy = "contiguous";
   std::string overlap_scheduling = "on";
   std::string kv_cache_memory = "auto";
