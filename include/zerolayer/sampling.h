@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "zerolayer/request_fields.h"
@@ -35,6 +36,10 @@ struct SamplingParams {
 // Every field against its RequestField (NaN and out-of-range values fail,
 // naming it), and logprobs and logit_bias's ids against the vocabulary too.
 Status validate_sampling(const SamplingParams& params, int32_t vocab_size);
+// logit_bias alone, as validate_sampling checks it: at most vocab_size
+// entries, each id in [0, vocab_size) and named once (twice would add its
+// bias twice), each bias in field::kLogitBias's range.
+Status check_logit_bias(std::span<const LogitBias> entries, int32_t vocab_size);
 
 struct TokenLogprob {
   int32_t id = -1;

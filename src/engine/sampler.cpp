@@ -49,16 +49,19 @@ Status validate_sampling(const SamplingParams& p, int32_t vocab_size) {
   ZL_RETURN_IF_ERROR(check_field(field::kTopLogprobs, p.num_top_logprobs));
   if (p.num_top_logprobs > vocab_size)
     return invalid_argument("logprobs must be at most the vocabulary size ", vocab_size, ", got ", p.num_top_logprobs);
-  if (p.logit_bias.size() > static_cast<size_t>(vocab_size))
-    return invalid_argument("logit_bias has ", p.logit_bias.size(), " entries, more than the vocabulary's ", vocab_size);
-  for (const LogitBias& b : p.logit_bias) {
+  return check_logit_bias(p.logit_bias, vocab_size);
+}
+
+Status check_logit_bias(std::span<const LogitBias> entries, int32_t vocab_size) {
+  if (entries.size() > static_cast<size_t>(vocab_size))
+    return invalid_argument("logit_bias has ", entries.size(), " entries, more than the vocabulary's ", vocab_size);
+  for (const LogitBias& b : entries) {
     if (b.id < 0 || b.id >= vocab_size)
       return invalid_argument("logit_bias: token id ", b.id, " is outside the vocabulary [0, ", vocab_size, ")");
     ZL_RETURN_IF_ERROR(check_field(field::kLogitBias, b.bias));
   }
-  // Each id once: a repeated one would add its bias twice.
-  std::vector<int32_t> ids(p.logit_bias.size());
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = p.logit_bias[i].id;
+  std::vector<int32_t> ids(entries.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = entries[i].id;
   std::sort(ids.begin(), ids.end());
   if (const auto twice = std::adjacent_find(ids.begin(), ids.end()); twice != ids.end())
     return invalid_argument("logit_bias names token id ", *twice, " twice");

@@ -234,31 +234,23 @@ OptError read_stop(const json& j, const ApiLimits& limits, std::vector<std::stri
   return std::nullopt;
 }
 
-// OpenAI's logit_bias: {"token id": bias in [-100, 100], ...}, each id in
-// the vocabulary and named once; kept sorted by id.
+// OpenAI's logit_bias: {"token id": bias in [-100, 100], ...}, sorted by id
+// and checked as Engine::submit checks it (check_logit_bias), here to name
+// the parameter.
 OptError read_logit_bias(const json& j, const ApiLimits& limits, std::vector<LogitBias>& out) {
   const json* bias = find(j, "logit_bias");
   if (!bias || bias->is_null()) return std::nullopt;
   if (!bias->is_object()) return bad_request("logit_bias", "logit_bias must be an object of token id -> bias");
-  if (bias->size() > static_cast<size_t>(limits.vocab_size))
-    return bad_request("logit_bias", str_cat("logit_bias has more entries than the vocabulary's ", limits.vocab_size));
   for (const auto& [key, value] : bias->items()) {
-    int64_t id = -1;
+    int32_t id = -1;  // out of int32 range: not a token id either
     const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
     if (ec != std::errc() || end != key.data() + key.size())
       return bad_request("logit_bias", str_cat("logit_bias: key \"", key, "\" is not a token id"));
-    if (id < 0 || id >= limits.vocab_size)
-      return bad_request("logit_bias", str_cat("logit_bias: token id ", id, " is outside the vocabulary [0, ",
-                                               limits.vocab_size, ")"));
     if (!value.is_number()) return bad_request("logit_bias", str_cat("logit_bias[\"", key, "\"] must be a number"));
-    if (Status s = check_field(field::kLogitBias, value.get<double>()); !s.ok())
-      return bad_request("logit_bias", s.message());
-    out.push_back({static_cast<int32_t>(id), value.get<float>()});
+    out.push_back({id, static_cast<float>(value.get<double>())});
   }
   std::sort(out.begin(), out.end(), [](const LogitBias& a, const LogitBias& b) { return a.id < b.id; });
-  for (size_t i = 1; i < out.size(); ++i)
-    if (out[i].id == out[i - 1].id)
-      return bad_request("logit_bias", str_cat("logit_bias names token id ", out[i].id, " twice"));
+  if (Status s = check_logit_bias(out, limits.vocab_size); !s.ok()) return bad_request("logit_bias", s.message());
   return std::nullopt;
 }
 
