@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Flat latency: does a new request's time to first token stay flat as load
-# rises? For each engine (`zerolayer serve`, llama.cpp's `llama-server`) on
+# rises? For each engine (`zerolayer serve`, the same with
+# --prefill-first-ms $PREFILL_FIRST_MS (500), llama.cpp's `llama-server`) on
 # the same GGUF with the same threads, one after the other, ROUNDS times:
 #   1. measure its saturation: `zerolayer bench --request-rate inf` with
 #      SAT_PROMPTS requests at once; completed requests/s;
@@ -11,6 +12,8 @@
 #
 #   bench/flat_latency.sh                        # defaults below; env vars override
 #   ENGINES=zerolayer ROUNDS=1 bench/flat_latency.sh
+# bench/flat_latency_model.py gives what a queueing model of the same
+# setup predicts for both zerolayer policies.
 #
 # Writes into OUT_DIR: <engine>.r<N>.sat.json, <engine>.r<N>.load<F>.json
 # (zerolayer bench results), *.log (server logs), flat_latency.{md,json,png}.
@@ -27,7 +30,7 @@ PYTHON=${PYTHON:-python3}
 MODEL=${MODEL:-dummy:llama-110m}
 OUT_DIR=${OUT_DIR:-bench/results/flat_latency}
 GGUF=${GGUF:-build/flat_latency/$(echo "$MODEL" | tr ':' '-').q8_0.gguf}
-ENGINES=${ENGINES:-zerolayer llama-server}
+ENGINES=${ENGINES:-zerolayer zerolayer-prefill-first llama-server}
 THREADS=${THREADS:-2}
 LOADS=${LOADS:-0.1 0.3 0.5 0.7 0.8 0.9}
 SAT_PROMPTS=${SAT_PROMPTS:-48}

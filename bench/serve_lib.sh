@@ -32,6 +32,10 @@ start_engine() {  # engine log: starts it, writes its command line beside the lo
       # shellcheck disable=SC2206  # ZL_SERVE_ARGS holds several options
       cmd=("$ZL" serve --model "$GGUF" --port "$PORT" --threads "$THREADS" --shm-name "" --served-model-name model
            ${ZL_SERVE_ARGS:-}) ;;
+    zerolayer-prefill-first)  # the same, prompts first (README: --prefill-first-ms)
+      # shellcheck disable=SC2206
+      cmd=("$ZL" serve --model "$GGUF" --port "$PORT" --threads "$THREADS" --shm-name "" --served-model-name model
+           --prefill-first-ms "${PREFILL_FIRST_MS:-500}" ${ZL_SERVE_ARGS:-}) ;;
     llama-server)
       # Context = slots x (prompt + output + slack): every slot can hold a request.
       cmd=("$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -tb "$THREADS" -np "$SLOTS"
