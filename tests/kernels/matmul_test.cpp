@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
@@ -351,20 +352,27 @@ TEST(MatmulTest, PackedOnlyTargetsSplitInsideGroups) {
   }
 }
 
-// 16-token tiles of packed Q8_0 and I8 go to the AMX tiles where the CPU has
-// them: every output must be the bits the VNNI kernel gives a token alone
-// (19 and 35 tokens: one or two AMX tiles, which read ahead differently,
-// and a VNNI remainder; rows cut inside groups).
+// 16-token tiles of the packed formats scaled per block of 32 go to the AMX
+// tiles where the CPU has them: every output must be the bits the VNNI
+// kernel gives a token alone (8 to 35 tokens: one or two tiles of 16, which
+// read ahead differently, and a part tile after them or, for Q8_0, alone;
+// rows cut inside groups).
 TEST(MatmulTest, AmxTilesGiveTheVnniBits) {
   if (!amx_int8_supported()) GTEST_SKIP() << "no AMX-INT8 here (or ZEROLAYER_AMX=0)";
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
-  const int64_t rows = 75, cols = 416;
-  std::vector<float> wf(static_cast<size_t>(rows * cols));
-  for (float& v : wf) v = u(rng);
-  const std::pair<DType, int64_t> cases[] = {{DType::kQ8_0, 35}, {DType::kI8, 35}, {DType::kQ8_0, 19}};
-  for (const auto& [dtype, tokens] : cases) {
+  const int64_t rows = 75;
+  // Q8_0 and I8 straight from their packed codes, the others through a
+  // panel; one token tile and two, with VNNI tokens after them.
+  const std::tuple<DType, int64_t, int64_t> cases[] = {
+      {DType::kQ8_0, 35, 416},   {DType::kI8, 35, 416},    {DType::kQ8_0, 19, 416},  {DType::kQ8_0, 8, 416},
+      {DType::kQ8_0, 29, 416},   {DType::kQ4_0, 35, 416},  {DType::kQ4_0, 27, 416},  {DType::kQ5_0, 32, 416},
+      {DType::kQ5_1, 19, 416},   {DType::kIQ4_NL, 27, 416}, {DType::kQ4_K, 35, 512}, {DType::kQ4_K, 16, 512},
+      {DType::kQ5_K, 24, 512},   {DType::kIQ4_XS, 35, 512}};
+  for (const auto& [dtype, tokens, cols] : cases) {
+    std::vector<float> wf(static_cast<size_t>(rows * cols));
+    for (float& v : wf) v = u(rng);
     std::vector<float> x(static_cast<size_t>(tokens * cols));
     for (float& v : x) v = u(rng);
     Quantized m = make_matrix(dtype, wf, rows, cols);

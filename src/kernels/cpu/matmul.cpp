@@ -161,6 +161,9 @@ void convert_to_bf16_pairs(ThreadPool& pool, const float* x, int64_t num_tokens,
   pool.parallel_for(num_tokens, convert);
 }
 
+// Token rows of xq up to a multiple of 16 (MatmulInput: whole AMX tiles).
+int64_t padded_tokens(int64_t num_tokens) { return (num_tokens + 15) / 16 * 16; }
+
 // Each group's input (quantized, or as bf16 pairs, where its formats want),
 // in scratch reused across calls (sized for the largest seen).
 void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa isa, std::vector<PreparedGroup>& out) {
@@ -173,7 +176,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
   for (const MatmulGroup& g : groups) {
     needs.push_back(group_needs(g));
     const int64_t cols = g.targets[0].w->cols;
-    if (needs.back().quantized) nq += static_cast<size_t>(g.num_tokens * cols);
+    if (needs.back().quantized) nq += static_cast<size_t>(padded_tokens(g.num_tokens) * cols);
     if (bf16_dot && needs.back().packed_bf16) nbf16 += static_cast<size_t>(g.num_tokens * ((cols + 1) / 2));
   }
   if (scratch.q.size() < nq) {
@@ -195,7 +198,6 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
     p.targets = g.targets;
     p.first_row = first_row;
     for (const MatmulTarget& t : g.targets) first_row += t.w->rows;
-    const size_t n = static_cast<size_t>(g.num_tokens * p.in.cols);
     if (needs[i].quantized) {
       int8_t* q = scratch.q.data() + q_at;
       float* d = scratch.d.data() + q_at / 32;
@@ -218,7 +220,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
       p.in.xd = d;
       p.in.xds = ds;
       p.in.xsum16 = sum16;
-      q_at += n;
+      q_at += static_cast<size_t>(padded_tokens(g.num_tokens) * cols);
     }
     if (bf16_dot && needs[i].packed_bf16) {
       convert_to_bf16_pairs(pool, g.x, g.num_tokens, p.in.cols, xbf16.data() + bf16_at);

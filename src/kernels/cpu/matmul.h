@@ -96,11 +96,12 @@ void pack_matrix(const WeightMatrix& w, uint8_t* dst);
 // llama.cpp does), instead of widened weights times f32 activations.
 bool bf16_dot_supported();
 
-// Whether the AVX-512 kernels hand tiles of 16 tokens of packed Q8_0 and I8
-// matrices to the AMX tiles (AMX-INT8, Sapphire Rapids on; Linux grants the tile
-// state on the first call). They compute the same integer dots and the same
-// float steps per output as the VNNI kernels: the same bits, batch-invariant.
-// ZEROLAYER_AMX=0 keeps to VNNI.
+// Whether the AVX-512 kernels hand tiles of 16 tokens of packed matrices of
+// the formats with one integer dot per block of 32 (Q8_0, I8, Q4_0, Q5_0,
+// Q5_1, IQ4_NL, Q4_K, Q5_K, IQ4_XS) to the AMX tiles (AMX-INT8, Sapphire
+// Rapids on; Linux grants the tile state on the first call). They compute
+// the same integer dots and the same float steps per output as the VNNI
+// kernels: the same bits, batch-invariant. ZEROLAYER_AMX=0 keeps to VNNI.
 bool amx_int8_supported();
 
 enum class Isa { kScalar, kAvx2, kAvx512 };

@@ -239,6 +239,8 @@ struct PackedRows {
     }
     block_scales(b, s);
   }
+  // Block b's codes as stored: the AMX B tile of Q8_0 and I8 (v[0..7]).
+  const uint8_t* tile(int64_t b) const { return codes + b * packed_code_bytes(D); }
   // Block b's scales (and mins) alone.
   ZL_AVX512 void block_scales(int64_t b, BlockScales* s) const {
     if constexpr (dtype_has_super_blocks(D)) {
@@ -299,8 +301,14 @@ struct PanelRows {
   const uint8_t* blocks;  // this group's [num_blocks, kPanelEntry]
   template <int T>
   ZL_AVX512 void block(int64_t b, __m512i* v, BlockScales* s) const {
-    const uint8_t* e = blocks + b * kPanelEntry;
+    const uint8_t* e = tile(b);
     for (int k = 0; k < 8; ++k) v[k] = _mm512_load_si512(e + 64 * k);
+    block_scales(b, s);
+  }
+  // Block b's v[0..7], 8 x 64 bytes: the AMX B tile.
+  const uint8_t* tile(int64_t b) const { return blocks + b * kPanelEntry; }
+  ZL_AVX512 void block_scales(int64_t b, BlockScales* s) const {
+    const uint8_t* e = tile(b);
     s->dw = _mm512_load_ps(e + 8 * 64);
     if constexpr (kHalfScales<D>) s->hi = _mm512_load_ps(e + 9 * 64);
     if constexpr (kMins<D>) s->min = _mm512_load_ps(e + 10 * 64);
@@ -339,25 +347,36 @@ ZL_AVX512 inline __m512 half_scaled_block(const __m512i* v, const BlockScales& s
   return acc;
 }
 
+// The activation term a block's float step subtracts: 128 * xds where the
+// codes carry the offset 128 (u = code + 128), xds itself where the format
+// has a min (Q4_K, Q5_K, Q5_1). Exact either way (a power of 2).
+template <DType D>
+constexpr bool kMinTerm = D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ5_1;
+template <DType D>
+inline float block_correction(float xds) {
+  return kMinTerm<D> ? xds : 128.0f * xds;
+}
+
 // One block's float step for the formats scaled per block of 32: acc +=
 // the block's contribution, from its exact integer dot D_i (as float: exact
-// below 2^24), the activation's scale dx and xds = dx * sum(q). The VNNI and
-// AMX kernels both run it, so an output's bits do not depend on which did.
+// below 2^24), the activation's scale dx and xc = block_correction(xds),
+// broadcast. The VNNI and AMX kernels both run it, so an output's bits do
+// not depend on which did.
 template <DType D>
-ZL_AVX512 inline __m512 block_step(const BlockScales& s, __m512 dot, __m512 dx, float xds, __m512 acc) {
-  if constexpr (D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ5_1) {
+ZL_AVX512 inline __m512 block_step(const BlockScales& s, __m512 dot, __m512 dx, __m512 xc, __m512 acc) {
+  if constexpr (kMinTerm<D>) {
     const __m512 scaled = _mm512_fmadd_ps(s.dw, _mm512_mul_ps(dot, dx), acc);
-    return _mm512_fnmadd_ps(s.min, _mm512_set1_ps(xds), scaled);
+    return _mm512_fnmadd_ps(s.min, xc, scaled);
   } else {
-    const __m512 f = _mm512_fmsub_ps(dot, dx, _mm512_set1_ps(128.0f * xds));
+    const __m512 f = _mm512_fmsub_ps(dot, dx, xc);
     return D == DType::kI8 ? _mm512_add_ps(acc, f) : _mm512_fmadd_ps(s.dw, f, acc);
   }
 }
 
 // Stores the accumulators of group rg (16 rows) for tokens t0.. t0+T-1 into
 // y, the rows in [row_lo, row_end) only; I8 multiplies its row scales here.
-template <DType D, int T>
-ZL_AVX512 inline void store_group(const __m512* acc, const WeightMatrix& w, int64_t rg, int64_t row_lo,
+template <DType D>
+ZL_AVX512 inline void store_group(const __m512* acc, int T, const WeightMatrix& w, int64_t rg, int64_t row_lo,
                                   int64_t row_end, int64_t t0, float* y, int64_t ldy) {
   const __mmask16 m = group_store_mask(rg, row_lo, row_end);
   const __m512 row_scale = D == DType::kI8 ? _mm512_maskz_loadu_ps(m, w.scales + rg) : _mm512_set1_ps(1.0f);
@@ -398,20 +417,50 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
           d1 = _mm512_dpbusd_epi32(d1, v[g][k + 1], _mm512_set1_epi32(x1));
         }
         const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1));
-        acc[g][t] = block_step<D>(s[g], dot, dx, xds, acc[g][t]);
+        acc[g][t] = block_step<D>(s[g], dot, dx, _mm512_set1_ps(block_correction<D>(xds)), acc[g][t]);
       }
     }
   }
-  for (int g = 0; g < G; ++g) store_group<D, T>(acc[g], w, r0 + g * kGroup, row_lo, row_end, t0, y, ldy);
+  for (int g = 0; g < G; ++g) store_group<D>(acc[g], T, w, r0 + g * kGroup, row_lo, row_end, t0, y, ldy);
 }
 
-// Formats the AMX tiles run: packed Q8_0 and I8, whose packed codes are the
-// weight tiles as stored. (The others' codes need unpacking per block and
-// token tile; through a buffer that cost more than the tiles saved: Q4_0
-// and Q4_K prefill-512 on dummy:llama-1b went 282 -> 239 and 284 -> 226
-// tokens/s on the Xeon VM.)
+// From this many tokens on, rows are transposed (stored matrices) or unpacked
+// (packed ones) once into a panel of 32 rows (kPanelEntry bytes per 16 rows
+// and block) that every token tile reads: the same codes and scales as the
+// tiles would read themselves, so the same results.
+constexpr int64_t kPanelMinTokens = 8;
+constexpr int64_t kPanelRows = 2 * kGroup;
+
+// Every block of one group of 16 rows (src: StoredRows or PackedRows) into
+// its panel entries, as the tiles would read it.
+template <DType D, class Src>
+ZL_AVX512 void fill_panel_group(const Src& src, int64_t num_blocks, uint8_t* entries) {
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    __m512i v[8];
+    BlockScales s{_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    src.template block<kPanelMinTokens>(b, v, &s);
+    PanelRows<D>::store(entries + b * kPanelEntry, v, s);
+  }
+}
+
+// This thread's panel of kPanelRows rows of num_blocks blocks, 64-byte aligned.
+uint8_t* panel_storage(int64_t num_blocks) {
+  thread_local std::vector<uint8_t> storage;
+  storage.resize(static_cast<size_t>(kPanelRows / kGroup * num_blocks * kPanelEntry + 64));
+  return storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
+}
+
+// Formats the AMX tiles run: those whose blocks end in block_step (one
+// integer dot per block of 32), packed. Q8_0's and I8's packed codes are
+// the weight tiles as stored; the others' are unpacked once per group of 16
+// rows into a panel (fill_panel_group, the codes and scales the VNNI tiles
+// read), which every token tile then reads. (Unpacking per block and token
+// tile instead cost more than the tiles saved: Q4_0 and Q4_K prefill-512
+// on dummy:llama-1b went 282 -> 239 and 284 -> 226 tokens/s on the Xeon VM.)
 template <DType D>
-constexpr bool kAmxForm = D == DType::kQ8_0 || D == DType::kI8;
+constexpr bool kAmxDirect = D == DType::kQ8_0 || D == DType::kI8;
+template <DType D>
+constexpr bool kAmxForm = !kHalfScales<D>;
 
 struct AmxTileConfig {
   uint8_t palette = 1, start_row = 0;
@@ -424,7 +473,9 @@ struct AmxTileConfig {
 
 // Tiles of the AMX kernel: dots C0..C3 ([16 tokens, 16 rows] int32), two
 // activation tiles A ([16 tokens, 32 codes]) and two weight tiles B ([8
-// quads, 16 rows x 4 codes], the VNNI layout of v[k]), used in turn.
+// quads, 16 rows x 4 codes], the VNNI layout of v[k]), used in turn. A
+// batch's last tokens, fewer than 16, run as a whole tile too: the rows of
+// xq past the batch are readable (MatmulInput), their dots unused.
 constexpr int kAmxTokens = 16;
 constexpr int kAmxChunk = 4;  // blocks per round of tile products
 
@@ -442,12 +493,16 @@ ZL_AMX inline void amx_configure() {
     cfg.rows[b] = 8;
     cfg.colsb[b] = 64;
   }
+  // GCC does not count ldtilecfg as reading cfg and may drop the stores
+  // above (it did when the rows were an argument): the asm says the memory
+  // is read.
+  asm volatile("" : : "m"(cfg));
   _tile_loadconfig(&cfg);
 }
 
 // dots[16][16] = the 16 tokens' codes at x (row stride) times one block's
-// weights (512 bytes) in tile C, through tiles A and B. A macro: GCC's tile
-// intrinsics paste their tile numbers into the asm text as written.
+// weights (8 x 64 bytes) in tile C, through tiles A and B. A macro: GCC's
+// tile intrinsics paste their tile numbers into the asm text as written.
 #define ZL_AMX_BLOCK_DOT(C, A, B, x, stride, weights) \
   do {                                               \
     _tile_zero(C);                                   \
@@ -456,104 +511,145 @@ ZL_AMX inline void amx_configure() {
     _tile_dpbsud(C, A, B);                           \
   } while (0)
 
-// The dots of blocks [4 chunk, 4 chunk + 4) (those below num_blocks) of
-// the group src, for the 16 tokens whose codes start at x: dots[j] =
-// [16 tokens, 16 rows] of block 4 chunk + j.
-template <DType D>
-ZL_AMX inline void amx_chunk_dots(const PackedRows<D>& src, const int8_t* x, int64_t n, int64_t num_blocks,
-                                  int64_t chunk, int32_t (*dots)[kAmxTokens][kGroup]) {
+// The tile products of blocks [4 chunk, 4 chunk + 4) (those below
+// num_blocks) of the group src (PackedRows or PanelRows), for the 16 tokens
+// whose codes start at x: tile C j = [16 tokens, 16 rows] of block 4 chunk + j.
+template <class Src>
+ZL_AMX inline void amx_chunk_products(const Src& src, const int8_t* x, int64_t n, int64_t num_blocks,
+                                      int64_t chunk) {
   const int64_t b = chunk * kAmxChunk;
-  auto codes = [&](int64_t block) { return src.codes + block * packed_code_bytes(D); };
-  if (b + kAmxChunk <= num_blocks) {
-    ZL_AMX_BLOCK_DOT(0, 4, 6, x + b * 32, n, codes(b));
-    ZL_AMX_BLOCK_DOT(1, 5, 7, x + (b + 1) * 32, n, codes(b + 1));
-    ZL_AMX_BLOCK_DOT(2, 4, 6, x + (b + 2) * 32, n, codes(b + 2));
-    ZL_AMX_BLOCK_DOT(3, 5, 7, x + (b + 3) * 32, n, codes(b + 3));
-    _tile_stored(0, dots[0], 64);
-    _tile_stored(1, dots[1], 64);
-    _tile_stored(2, dots[2], 64);
-    _tile_stored(3, dots[3], 64);
-    return;
-  }
-  ZL_AMX_BLOCK_DOT(0, 4, 6, x + b * 32, n, codes(b));
+  ZL_AMX_BLOCK_DOT(0, 4, 6, x + b * 32, n, src.tile(b));
+  if (b + 1 < num_blocks) ZL_AMX_BLOCK_DOT(1, 5, 7, x + (b + 1) * 32, n, src.tile(b + 1));
+  if (b + 2 < num_blocks) ZL_AMX_BLOCK_DOT(2, 4, 6, x + (b + 2) * 32, n, src.tile(b + 2));
+  if (b + 3 < num_blocks) ZL_AMX_BLOCK_DOT(3, 5, 7, x + (b + 3) * 32, n, src.tile(b + 3));
+}
+
+// Tiles C 0..3 (those of blocks below num_blocks) to dots[0..3].
+ZL_AMX inline void amx_chunk_store(int64_t num_blocks, int64_t chunk, int32_t (*dots)[kAmxTokens][kGroup]) {
+  const int64_t b = chunk * kAmxChunk;
   _tile_stored(0, dots[0], 64);
-  if (b + 1 < num_blocks) {
-    ZL_AMX_BLOCK_DOT(1, 5, 7, x + (b + 1) * 32, n, codes(b + 1));
-    _tile_stored(1, dots[1], 64);
-  }
-  if (b + 2 < num_blocks) {
-    ZL_AMX_BLOCK_DOT(2, 4, 6, x + (b + 2) * 32, n, codes(b + 2));
-    _tile_stored(2, dots[2], 64);
-  }
+  if (b + 1 < num_blocks) _tile_stored(1, dots[1], 64);
+  if (b + 2 < num_blocks) _tile_stored(2, dots[2], 64);
+  if (b + 3 < num_blocks) _tile_stored(3, dots[3], 64);
 }
 
 // The tile loads of the weights do not train the hardware prefetchers: a
 // decode step, which reads each weight once, waited on memory in tdpbsud
-// (half of amx_tokens16's samples), so the kernel reads ahead itself. With
-// one token tile, into L1 a few blocks ahead; with several, each group's
-// codes are read once per tile, so the next group's codes go to L2 spread
-// over the current group's passes, and the memory stream never pauses. The
-// groups' codes are one sequential stream: reading ahead may cross into the
-// next group, or past the matrix (prefetches do not fault).
+// (half of the AMX kernel's samples), so the kernel reads ahead itself. When
+// the tiles read the packed codes with one token tile, into L1 a few chunks
+// ahead; otherwise (several token tiles, or a panel), the next group's
+// packed codes go to L2 spread over the current group's passes, and the
+// memory stream never pauses. The groups' codes are one sequential stream:
+// reading ahead may cross into the next group, or past the matrix
+// (prefetches do not fault).
 constexpr int64_t kAmxPrefetchChunks = 2;
 
-ZL_AMX inline void amx_prefetch(const uint8_t* codes, int64_t bytes, int hint) {
-  for (int64_t at = 0; at < bytes; at += 64)
-    if (hint == _MM_HINT_T0)
-      _mm_prefetch(reinterpret_cast<const char*>(codes + at), _MM_HINT_T0);
-    else
-      _mm_prefetch(reinterpret_cast<const char*>(codes + at), _MM_HINT_T1);
+struct AmxReadAhead {
+  const uint8_t* at;  // where the next prefetch starts
+  int64_t bytes;      // bytes per chunk
+  bool l1;            // the group's own codes into L1 (at: the group), or the next group's into L2
+};
+
+// The activations' block scales of tokens [0, num_tokens) per 16 tokens
+// and block, side by side: [ceil(num_tokens / 16), num_blocks, 2, 16] = the
+// 16 tokens' dx, then their block_correction (a last part tile: its tokens
+// only), so that the float step finds a token's at a fixed offset and
+// broadcasts it from memory (a load, no vector instruction).
+template <DType D>
+const float* amx_activation_scales(const MatmulInput& in, int64_t num_tokens) {
+  thread_local std::vector<float> storage;
+  const int64_t num_blocks = in.cols / 32;
+  storage.resize(static_cast<size_t>((num_tokens + kAmxTokens - 1) / kAmxTokens * num_blocks * 2 * kAmxTokens));
+  for (int64_t tok = 0; tok < num_tokens; ++tok) {
+    float* out = storage.data() + tok / kAmxTokens * num_blocks * 2 * kAmxTokens + tok % kAmxTokens;
+    for (int64_t b = 0; b < num_blocks; ++b, out += 2 * kAmxTokens) {
+      out[0] = in.xd[tok * num_blocks + b];
+      out[kAmxTokens] = block_correction<D>(in.xds[tok * num_blocks + b]);
+    }
+  }
+  return storage.data();
 }
 
-// Rows [row_begin, row_end) of a packed Q8_0 or I8 matrix x tokens [0,
-// 16 num_tiles) on the AMX tiles (Sapphire Rapids on): per group of 16
-// rows, each block's packed codes (micro()'s v[k], as stored: the B tile's
-// layout) times 16 tokens' int8 codes in one tdpbsud give every token's
-// integer dots D_i, the integers vpdpbusd gives; then block_step per token
-// and block in order, as micro(). Same bits. The tile products of the next
-// 4 blocks are issued before the float steps of the last 4, so that the two
-// units overlap. Every token tile runs on a group before the next group, so
-// the codes come from memory once (q8_0 dummy:llama-1b, 64 tokens a step:
-// 286 -> 330 tokens/s on the Xeon VM).
-template <DType D>
-ZL_AMX void amx_tokens16(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                         int64_t num_tiles, float* y, int64_t ldy) {
-  amx_configure();
+template <decltype(_MM_HINT_T0) Hint>  // GCC: enum _mm_hint; clang: int
+ZL_AMX inline void amx_prefetch(const uint8_t* codes, int64_t bytes) {
+  for (int64_t at = 0; at < bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(codes + at), Hint);
+}
+
+// One group of 16 rows from rg (src: its packed codes or its panel) x
+// tokens [t_begin, t_begin + m num_tiles) on the AMX tiles (Part: one tile
+// of m < 16 tokens, whose float steps stop at m): each block's weight tile
+// (micro()'s v[k]) times 16 tokens' int8 codes in one tdpbsud give every
+// token's integer dots D_i, the integers vpdpbusd gives; then block_step
+// per token and block in order, as micro(). Same bits. The tile products of
+// the next 4 blocks are issued before the float steps of the last 4 and
+// stored after them, so that the two units overlap. src by value: its pointers stay in registers
+// (behind a reference, every store to y might change them).
+template <DType D, bool Part, class Src>
+ZL_AMX void amx_group(const Src src, const WeightMatrix& w, const MatmulInput& in, int64_t rg, int64_t row_begin,
+                      int64_t row_end, int64_t t_begin, int64_t num_tiles, int m, AmxReadAhead* ahead,
+                      const float* scales, float* y, int64_t ldy) {
   const int64_t n = in.cols, num_blocks = n / 32, num_chunks = (num_blocks + kAmxChunk - 1) / kAmxChunk;
-  const int64_t chunk_bytes = kAmxChunk * packed_code_bytes(D), group_bytes = num_blocks * packed_code_bytes(D);
-  // Several tiles: the bytes of the next group to read ahead per chunk and tile.
-  const int64_t step = (group_bytes / (num_tiles * num_chunks) + 63) / 64 * 64;
-  alignas(64) int32_t dots[2][kAmxChunk][kAmxTokens][kGroup];
-  for (int64_t rg = row_begin / kGroup * kGroup; rg < row_end; rg += kGroup) {
-    PackedRows<D> src;
-    src.at_group(w, rg / kGroup);
-    const uint8_t* next_group = src.codes + group_bytes;
-    for (int64_t t0 = 0; t0 < num_tiles * kAmxTokens; t0 += kAmxTokens) {
-      const int8_t* x = in.xq + t0 * n;
-      __m512 acc[kAmxTokens];
-      for (__m512& a : acc) a = _mm512_setzero_ps();
-      amx_chunk_dots(src, x, n, num_blocks, 0, dots[0]);
-      for (int64_t chunk = 0; chunk < num_chunks; ++chunk) {
-        const int buf = static_cast<int>(chunk % 2);
-        if (num_tiles == 1) {
-          amx_prefetch(src.codes + (chunk + kAmxPrefetchChunks) * chunk_bytes, chunk_bytes, _MM_HINT_T0);
-        } else {
-          amx_prefetch(next_group, step, _MM_HINT_T1);
-          next_group += step;
-        }
-        if (chunk + 1 < num_chunks) amx_chunk_dots(src, x, n, num_blocks, chunk + 1, dots[1 - buf]);
-        for (int j = 0; j < kAmxChunk && chunk * kAmxChunk + j < num_blocks; ++j) {
-          const int64_t b = chunk * kAmxChunk + j;
-          BlockScales s;
-          src.block_scales(b, &s);
-          for (int t = 0; t < kAmxTokens; ++t) {
-            const int64_t at = (t0 + t) * num_blocks + b;
-            const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(dots[buf][j][t]));
-            acc[t] = block_step<D>(s, dot, _mm512_set1_ps(in.xd[at]), in.xds[at], acc[t]);
-          }
+  alignas(64) int32_t dots[kAmxChunk][kAmxTokens][kGroup];
+  for (int64_t t0 = t_begin; t0 < t_begin + num_tiles * m; t0 += m) {
+    const int8_t* x = in.xq + t0 * n;
+    __m512 acc[kAmxTokens];
+    for (__m512& a : acc) a = _mm512_setzero_ps();
+    amx_chunk_products(src, x, n, num_blocks, 0);
+    amx_chunk_store(num_blocks, 0, dots);
+    for (int64_t chunk = 0; chunk < num_chunks; ++chunk) {
+      if (ahead->l1) {
+        amx_prefetch<_MM_HINT_T0>(ahead->at + (chunk + kAmxPrefetchChunks) * ahead->bytes, ahead->bytes);
+      } else {
+        amx_prefetch<_MM_HINT_T1>(ahead->at, ahead->bytes);
+        ahead->at += ahead->bytes;
+      }
+      const bool next = chunk + 1 < num_chunks;
+      if (next) amx_chunk_products(src, x, n, num_blocks, chunk + 1);
+      for (int j = 0; j < kAmxChunk && chunk * kAmxChunk + j < num_blocks; ++j) {
+        const int64_t b = chunk * kAmxChunk + j;
+        BlockScales s;
+        src.block_scales(b, &s);
+        const float* xs = scales + (t0 / kAmxTokens * num_blocks + b) * 2 * kAmxTokens;
+        for (int t = 0; t < kAmxTokens && (!Part || t < m); ++t) {
+          const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(dots[j][t]));
+          acc[t] = block_step<D>(s, dot, _mm512_set1_ps(xs[t]), _mm512_set1_ps(xs[kAmxTokens + t]), acc[t]);
         }
       }
-      store_group<D, kAmxTokens>(acc, w, rg, row_begin, row_end, t0, y, ldy);
+      if (next) amx_chunk_store(num_blocks, chunk + 1, dots);
+    }
+    store_group<D>(acc, m, w, rg, row_begin, row_end, t0, y, ldy);
+  }
+}
+
+// Rows [row_begin, row_end) of a packed matrix of kAmxForm x tokens [0,
+// 16 full + part) (part < 16) on the AMX tiles (Sapphire Rapids on). Every
+// token tile runs on a group before the next group, so the codes come from
+// memory once (q8_0 dummy:llama-1b, 64 tokens a step: 254-259 -> 293-320
+// tokens/s with the read-ahead, on the Xeon VM).
+template <DType D>
+ZL_AMX void amx_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                       int64_t full, int part, float* y, int64_t ldy) {
+  const int64_t num_blocks = in.cols / 32, num_chunks = (num_blocks + kAmxChunk - 1) / kAmxChunk;
+  const int64_t group_bytes = num_blocks * packed_code_bytes(D), passes = full + (part > 0);
+  // The bytes of the next group to read ahead per chunk and pass.
+  const int64_t step = (group_bytes / (passes * num_chunks) + 63) / 64 * 64;
+  uint8_t* panel = kAmxDirect<D> ? nullptr : panel_storage(num_blocks);
+  const float* xs = amx_activation_scales<D>(in, kAmxTokens * full + part);
+  amx_configure();
+  for (int64_t rg = row_begin / kGroup * kGroup; rg < row_end; rg += kGroup) {
+    PackedRows<D> packed;
+    packed.at_group(w, rg / kGroup);
+    AmxReadAhead ahead{packed.codes + group_bytes, step, false};
+    if (kAmxDirect<D> && passes == 1) ahead = AmxReadAhead{packed.codes, kAmxChunk * packed_code_bytes(D), true};
+    auto run = [&](auto src) {
+      if (full > 0) amx_group<D, false>(src, w, in, rg, row_begin, row_end, 0, full, kAmxTokens, &ahead, xs, y, ldy);
+      if (part > 0) amx_group<D, true>(src, w, in, rg, row_begin, row_end, kAmxTokens * full, 1, part, &ahead, xs, y, ldy);
+    };
+    if constexpr (kAmxDirect<D>) {
+      run(packed);
+    } else {
+      fill_panel_group<D>(packed, num_blocks, panel);
+      run(PanelRows<D>{panel});
     }
   }
   _tile_release();
@@ -597,11 +693,20 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
   for (; r < row_end; r += kGroup) run.template operator()<1>(r);
 }
 
-// Whether tokens go 16 at a time to the AMX tiles: a packed matrix of their
-// forms, on a CPU that has them, for at least one tile of tokens.
+// Whether the tokens go to the AMX tiles: a packed matrix of their forms,
+// on a CPU that has them, for a whole tile of 16 or more (then the rest
+// too, in a part tile: the codes or the panel are at hand), or of 8 or more
+// tokens of Q8_0 and I8 (the others' panel costs more than 8 tokens of
+// VNNI dots: q4_0 dummy:llama-1b, 8 tokens a step, 140 -> 117 tokens/s on
+// the Xeon VM, while q8_0 went 97 -> 110).
+constexpr int kAmxPartMinTokens = 8;
+
 template <DType D>
 bool use_amx(const WeightMatrix& w, const MatmulInput& in) {
-  if constexpr (kAmxForm<D>) return w.packed != nullptr && in.num_tokens >= kAmxTokens && amx_int8_supported();
+  if constexpr (kAmxForm<D>) {
+    const int64_t min_tokens = kAmxDirect<D> ? kAmxPartMinTokens : kAmxTokens;
+    return w.packed != nullptr && in.num_tokens >= min_tokens && amx_int8_supported();
+  }
   return false;
 }
 
@@ -611,8 +716,9 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
   int64_t t = 0;
   if constexpr (kAmxForm<D>)
     if (panel == nullptr && use_amx<D>(w, in)) {
-      amx_tokens16<D>(w, in, row_begin, row_end, in.num_tokens / kAmxTokens, y, ldy);
-      t = in.num_tokens / kAmxTokens * kAmxTokens;
+      amx_tokens<D>(w, in, row_begin, row_end, in.num_tokens / kAmxTokens,
+                    static_cast<int>(in.num_tokens % kAmxTokens), y, ldy);
+      return;
     }
   for (; t + 4 <= in.num_tokens; t += 4) rows_for_tokens<D, 4>(w, in, row_begin, row_end, t, y, ldy, panel);
   switch (in.num_tokens - t) {
@@ -621,32 +727,6 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
     case 1: return rows_for_tokens<D, 1>(w, in, row_begin, row_end, t, y, ldy, panel);
     default: return;
   }
-}
-
-// From this many tokens on, rows are transposed (stored matrices) or unpacked
-// (packed ones) once into a panel of 32 rows (kPanelEntry bytes per 16 rows
-// and block) that every token tile reads: the same codes and scales as the
-// tiles would read themselves, so the same results.
-constexpr int64_t kPanelMinTokens = 8;
-constexpr int64_t kPanelRows = 2 * kGroup;
-
-// Every block of one group of 16 rows (src: StoredRows or PackedRows) into
-// its panel entries, as the tiles would read it.
-template <DType D, class Src>
-ZL_AVX512 void fill_panel_group(const Src& src, int64_t num_blocks, uint8_t* entries) {
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    __m512i v[8];
-    BlockScales s{_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    src.template block<kPanelMinTokens>(b, v, &s);
-    PanelRows<D>::store(entries + b * kPanelEntry, v, s);
-  }
-}
-
-// This thread's panel of kPanelRows rows of num_blocks blocks, 64-byte aligned.
-uint8_t* panel_storage(int64_t num_blocks) {
-  thread_local std::vector<uint8_t> storage;
-  storage.resize(static_cast<size_t>(kPanelRows / kGroup * num_blocks * kPanelEntry + 64));
-  return storage.data() + (-reinterpret_cast<uintptr_t>(storage.data()) & 63);
 }
 
 // Rows [row_begin, row_end) x all tokens through panels: each group of 16

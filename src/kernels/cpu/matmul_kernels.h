@@ -12,7 +12,9 @@ namespace zl::cpu {
 
 struct MatmulInput {
   const float* x = nullptr;    // [num_tokens, cols] f32
-  const int8_t* xq = nullptr;  // [num_tokens, cols] int8 (quantized formats)
+  // [num_tokens, cols] int8 (quantized formats); rows up to the next
+  // multiple of 16 tokens are readable (the AMX kernel loads whole tiles)
+  const int8_t* xq = nullptr;
   const float* xd = nullptr;   // [num_tokens, cols / 32] block scales
   const float* xds = nullptr;  // [num_tokens, cols / 32] scale * sum(q) per block
   const int32_t* xsum16 = nullptr;  // [num_tokens, cols / 16] sum(q) per half block (Q6_K, Q2_K)
