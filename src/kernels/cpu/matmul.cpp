@@ -109,6 +109,7 @@ struct ActScratch {
   std::vector<int8_t> q;
   std::vector<float> d, ds;
   std::vector<int32_t> sum16;  // Q6_K, Q2_K only
+  std::vector<float> tiles;    // MatmulInput::xtiles
 };
 
 // Rows per cache block: the weight rows one token sweep re-reads, ~1 MiB, as
@@ -164,6 +165,18 @@ void convert_to_bf16_pairs(ThreadPool& pool, const float* x, int64_t num_tokens,
 // Token rows of xq up to a multiple of 16 (MatmulInput: whole AMX tiles).
 int64_t padded_tokens(int64_t num_tokens) { return (num_tokens + 15) / 16 * 16; }
 
+// Tokens [t0, t1)'s block scales into MatmulInput::xtiles' layout.
+void tile_scales(const float* d, const float* ds, int64_t t0, int64_t t1, int64_t num_blocks, float* tiles) {
+  for (int64_t t = t0; t < t1; ++t) {
+    float* out = tiles + t / 16 * num_blocks * 48 + t % 16;
+    for (int64_t b = 0; b < num_blocks; ++b, out += 48) {
+      out[0] = d[t * num_blocks + b];
+      out[16] = ds[t * num_blocks + b];
+      out[32] = 128.0f * ds[t * num_blocks + b];
+    }
+  }
+}
+
 // Each group's input (quantized, or as bf16 pairs, where its formats want),
 // in scratch reused across calls (sized for the largest seen).
 void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa isa, std::vector<PreparedGroup>& out) {
@@ -171,6 +184,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
   thread_local std::vector<uint32_t> xbf16;
   thread_local std::vector<GroupNeeds> needs;
   const bool bf16_dot = isa == Isa::kAvx512 && bf16_dot_supported();
+  const bool amx = isa == Isa::kAvx512 && amx_int8_supported();
   needs.clear();
   size_t nq = 0, nbf16 = 0;
   for (const MatmulGroup& g : groups) {
@@ -185,6 +199,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
     scratch.ds.resize(nq / 32);
     scratch.sum16.resize(nq / 16);
   }
+  if (amx && scratch.tiles.size() < nq / 32 * 3) scratch.tiles.resize(nq / 32 * 3);
   if (xbf16.size() < nbf16) xbf16.resize(nbf16);
   size_t q_at = 0, bf16_at = 0;
   int64_t first_row = 0;
@@ -203,6 +218,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
       float* d = scratch.d.data() + q_at / 32;
       float* ds = scratch.ds.data() + q_at / 32;
       int32_t* sum16 = needs[i].half_sums ? scratch.sum16.data() + q_at / 16 : nullptr;
+      float* tiles = amx ? scratch.tiles.data() + q_at / 32 * 3 : nullptr;
       const int64_t cols = p.in.cols;
       // Token rows are quantized independently: split over the pool when
       // there are enough (a serial 64-token quantization was ~10% of a
@@ -210,6 +226,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
       auto quantize = [&](int64_t t0, int64_t t1) {
         quantize_activations(g.x + t0 * cols, t1 - t0, cols, q + t0 * cols, d + t0 * cols / 32, ds + t0 * cols / 32);
         if (sum16 != nullptr) half_block_sums(q + t0 * cols, t1 - t0, cols, sum16 + t0 * cols / 16);
+        if (tiles != nullptr) tile_scales(d, ds, t0, t1, cols / 32, tiles);
       };
       if (g.num_tokens * cols < (1 << 16)) {
         quantize(0, g.num_tokens);
@@ -220,6 +237,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
       p.in.xd = d;
       p.in.xds = ds;
       p.in.xsum16 = sum16;
+      p.in.xtiles = tiles;
       q_at += static_cast<size_t>(padded_tokens(g.num_tokens) * cols);
     }
     if (bf16_dot && needs[i].packed_bf16) {

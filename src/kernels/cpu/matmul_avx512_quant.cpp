@@ -550,26 +550,6 @@ struct AmxReadAhead {
   bool l1;            // the group's own codes into L1 (at: the group), or the next group's into L2
 };
 
-// The activations' block scales of tokens [0, num_tokens) per 16 tokens
-// and block, side by side: [ceil(num_tokens / 16), num_blocks, 2, 16] = the
-// 16 tokens' dx, then their block_correction (a last part tile: its tokens
-// only), so that the float step finds a token's at a fixed offset and
-// broadcasts it from memory (a load, no vector instruction).
-template <DType D>
-const float* amx_activation_scales(const MatmulInput& in, int64_t num_tokens) {
-  thread_local std::vector<float> storage;
-  const int64_t num_blocks = in.cols / 32;
-  storage.resize(static_cast<size_t>((num_tokens + kAmxTokens - 1) / kAmxTokens * num_blocks * 2 * kAmxTokens));
-  for (int64_t tok = 0; tok < num_tokens; ++tok) {
-    float* out = storage.data() + tok / kAmxTokens * num_blocks * 2 * kAmxTokens + tok % kAmxTokens;
-    for (int64_t b = 0; b < num_blocks; ++b, out += 2 * kAmxTokens) {
-      out[0] = in.xd[tok * num_blocks + b];
-      out[kAmxTokens] = block_correction<D>(in.xds[tok * num_blocks + b]);
-    }
-  }
-  return storage.data();
-}
-
 template <decltype(_MM_HINT_T0) Hint>  // GCC: enum _mm_hint; clang: int
 ZL_AMX inline void amx_prefetch(const uint8_t* codes, int64_t bytes) {
   for (int64_t at = 0; at < bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(codes + at), Hint);
@@ -586,8 +566,8 @@ ZL_AMX inline void amx_prefetch(const uint8_t* codes, int64_t bytes) {
 // (behind a reference, every store to y might change them).
 template <DType D, bool Part, class Src>
 ZL_AMX void amx_group(const Src src, const WeightMatrix& w, const MatmulInput& in, int64_t rg, int64_t row_begin,
-                      int64_t row_end, int64_t t_begin, int64_t num_tiles, int m, AmxReadAhead* ahead,
-                      const float* scales, float* y, int64_t ldy) {
+                      int64_t row_end, int64_t t_begin, int64_t num_tiles, int m, AmxReadAhead* ahead, float* y,
+                      int64_t ldy) {
   const int64_t n = in.cols, num_blocks = n / 32, num_chunks = (num_blocks + kAmxChunk - 1) / kAmxChunk;
   alignas(64) int32_t dots[kAmxChunk][kAmxTokens][kGroup];
   for (int64_t t0 = t_begin; t0 < t_begin + num_tiles * m; t0 += m) {
@@ -609,10 +589,12 @@ ZL_AMX void amx_group(const Src src, const WeightMatrix& w, const MatmulInput& i
         const int64_t b = chunk * kAmxChunk + j;
         BlockScales s;
         src.block_scales(b, &s);
-        const float* xs = scales + (t0 / kAmxTokens * num_blocks + b) * 2 * kAmxTokens;
+        // xtiles: dx, then xds or 128 xds as block_correction has it.
+        const float* xs = in.xtiles + (t0 / kAmxTokens * num_blocks + b) * 3 * kAmxTokens;
+        const float* xc = xs + (kMinTerm<D> ? 1 : 2) * kAmxTokens;
         for (int t = 0; t < kAmxTokens && (!Part || t < m); ++t) {
           const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(dots[j][t]));
-          acc[t] = block_step<D>(s, dot, _mm512_set1_ps(xs[t]), _mm512_set1_ps(xs[kAmxTokens + t]), acc[t]);
+          acc[t] = block_step<D>(s, dot, _mm512_set1_ps(xs[t]), _mm512_set1_ps(xc[t]), acc[t]);
         }
       }
       if (next) amx_chunk_store(num_blocks, chunk + 1, dots);
@@ -634,7 +616,6 @@ ZL_AMX void amx_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row
   // The bytes of the next group to read ahead per chunk and pass.
   const int64_t step = (group_bytes / (passes * num_chunks) + 63) / 64 * 64;
   uint8_t* panel = kAmxDirect<D> ? nullptr : panel_storage(num_blocks);
-  const float* xs = amx_activation_scales<D>(in, kAmxTokens * full + part);
   amx_configure();
   for (int64_t rg = row_begin / kGroup * kGroup; rg < row_end; rg += kGroup) {
     PackedRows<D> packed;
@@ -642,8 +623,8 @@ ZL_AMX void amx_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row
     AmxReadAhead ahead{packed.codes + group_bytes, step, false};
     if (kAmxDirect<D> && passes == 1) ahead = AmxReadAhead{packed.codes, kAmxChunk * packed_code_bytes(D), true};
     auto run = [&](auto src) {
-      if (full > 0) amx_group<D, false>(src, w, in, rg, row_begin, row_end, 0, full, kAmxTokens, &ahead, xs, y, ldy);
-      if (part > 0) amx_group<D, true>(src, w, in, rg, row_begin, row_end, kAmxTokens * full, 1, part, &ahead, xs, y, ldy);
+      if (full > 0) amx_group<D, false>(src, w, in, rg, row_begin, row_end, 0, full, kAmxTokens, &ahead, y, ldy);
+      if (part > 0) amx_group<D, true>(src, w, in, rg, row_begin, row_end, kAmxTokens * full, 1, part, &ahead, y, ldy);
     };
     if constexpr (kAmxDirect<D>) {
       run(packed);
@@ -705,7 +686,7 @@ template <DType D>
 bool use_amx(const WeightMatrix& w, const MatmulInput& in) {
   if constexpr (kAmxForm<D>) {
     const int64_t min_tokens = kAmxDirect<D> ? kAmxPartMinTokens : kAmxTokens;
-    return w.packed != nullptr && in.num_tokens >= min_tokens && amx_int8_supported();
+    return w.packed != nullptr && in.num_tokens >= min_tokens && in.xtiles != nullptr;
   }
   return false;
 }

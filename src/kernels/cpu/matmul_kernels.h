@@ -18,6 +18,10 @@ struct MatmulInput {
   const float* xd = nullptr;   // [num_tokens, cols / 32] block scales
   const float* xds = nullptr;  // [num_tokens, cols / 32] scale * sum(q) per block
   const int32_t* xsum16 = nullptr;  // [num_tokens, cols / 16] sum(q) per half block (Q6_K, Q2_K)
+  // [ceil(num_tokens / 16), cols / 32, 3, 16]: per 16 tokens and block, the
+  // tokens' xd, xds and 128 xds, so that the AMX kernel broadcasts a token's
+  // from a fixed offset (AVX-512 with AMX-INT8; else null)
+  const float* xtiles = nullptr;
   // [num_tokens, ceil(cols / 2)] bf16 pairs (packed bf16 weights on AVX512-BF16)
   const uint32_t* xbf16 = nullptr;
   int64_t num_tokens = 0;
