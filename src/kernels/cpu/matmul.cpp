@@ -162,17 +162,17 @@ void convert_to_bf16_pairs(ThreadPool& pool, const float* x, int64_t num_tokens,
   pool.parallel_for(num_tokens, convert);
 }
 
-// Token rows of xq up to a multiple of 16 (MatmulInput: whole AMX tiles).
-int64_t padded_tokens(int64_t num_tokens) { return (num_tokens + 15) / 16 * 16; }
+// Token rows of xq up to a multiple of kTileTokens (MatmulInput: whole AMX tiles).
+int64_t padded_tokens(int64_t num_tokens) { return (num_tokens + kTileTokens - 1) / kTileTokens * kTileTokens; }
 
 // Tokens [t0, t1)'s block scales into MatmulInput::xtiles' layout.
 void tile_scales(const float* d, const float* ds, int64_t t0, int64_t t1, int64_t num_blocks, float* tiles) {
   for (int64_t t = t0; t < t1; ++t) {
-    float* out = tiles + t / 16 * num_blocks * 48 + t % 16;
-    for (int64_t b = 0; b < num_blocks; ++b, out += 48) {
+    float* out = tiles + t / kTileTokens * num_blocks * 3 * kTileTokens + t % kTileTokens;
+    for (int64_t b = 0; b < num_blocks; ++b, out += 3 * kTileTokens) {
       out[0] = d[t * num_blocks + b];
-      out[16] = ds[t * num_blocks + b];
-      out[32] = 128.0f * ds[t * num_blocks + b];
+      out[kTileTokens] = ds[t * num_blocks + b];
+      out[2 * kTileTokens] = 128.0f * ds[t * num_blocks + b];
     }
   }
 }

@@ -476,7 +476,7 @@ struct AmxTileConfig {
 // quads, 16 rows x 4 codes], the VNNI layout of v[k]), used in turn. A
 // batch's last tokens, fewer than 16, run as a whole tile too: the rows of
 // xq past the batch are readable (MatmulInput), their dots unused.
-constexpr int kAmxTokens = 16;
+constexpr int kAmxTokens = kTileTokens;
 constexpr int kAmxChunk = 4;  // blocks per round of tile products
 
 ZL_AMX inline void amx_configure() {
@@ -562,8 +562,9 @@ ZL_AMX inline void amx_prefetch(const uint8_t* codes, int64_t bytes) {
 // token's integer dots D_i, the integers vpdpbusd gives; then block_step
 // per token and block in order, as micro(). Same bits. The tile products of
 // the next 4 blocks are issued before the float steps of the last 4 and
-// stored after them, so that the two units overlap. src by value: its pointers stay in registers
-// (behind a reference, every store to y might change them).
+// stored after them, so that the two units overlap. src by value: its
+// pointers stay in registers (behind a reference, every store to y might
+// change them).
 template <DType D, bool Part, class Src>
 ZL_AMX void amx_group(const Src src, const WeightMatrix& w, const MatmulInput& in, int64_t rg, int64_t row_begin,
                       int64_t row_end, int64_t t_begin, int64_t num_tiles, int m, AmxReadAhead* ahead, float* y,

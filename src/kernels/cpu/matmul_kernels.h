@@ -10,15 +10,19 @@
 
 namespace zl::cpu {
 
+// Tokens per tile of the AMX kernel: xq's rows are padded to a multiple of
+// it, and xtiles groups the block scales by it.
+constexpr int kTileTokens = 16;
+
 struct MatmulInput {
   const float* x = nullptr;    // [num_tokens, cols] f32
   // [num_tokens, cols] int8 (quantized formats); rows up to the next
-  // multiple of 16 tokens are readable (the AMX kernel loads whole tiles)
+  // multiple of kTileTokens are readable (the AMX kernel loads whole tiles)
   const int8_t* xq = nullptr;
   const float* xd = nullptr;   // [num_tokens, cols / 32] block scales
   const float* xds = nullptr;  // [num_tokens, cols / 32] scale * sum(q) per block
   const int32_t* xsum16 = nullptr;  // [num_tokens, cols / 16] sum(q) per half block (Q6_K, Q2_K)
-  // [ceil(num_tokens / 16), cols / 32, 3, 16]: per 16 tokens and block, the
+  // [ceil(num_tokens / kTileTokens), cols / 32, 3, kTileTokens]: per tile and block, the
   // tokens' xd, xds and 128 xds, so that the AMX kernel broadcasts a token's
   // from a fixed offset (AVX-512 with AMX-INT8; else null)
   const float* xtiles = nullptr;
