@@ -15,7 +15,10 @@ using Json = nlohmann::json;
 
 namespace {
 
-constexpr int64_t kMaxTokenId = (int64_t{1} << 26) - 1;  // ids past this are surely corrupt
+// 4M ids: 16x the largest vocabularies in use (Gemma 3's 262,144). The BPE
+// id table holds a std::string per id up to the largest, so this bound keeps
+// it under 128 MiB whatever id a file claims (2^26 let one id cost 2 GiB).
+constexpr int64_t kMaxTokenId = (int64_t{1} << 22) - 1;
 
 StatusOr<int32_t> parse_id(const Json& value, const std::string& what) {
   if (!value.is_number_integer()) return data_loss(what, " has an id that is not an integer");

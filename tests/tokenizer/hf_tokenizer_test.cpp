@@ -131,6 +131,9 @@ TEST(HfTokenizerBadFile, EachBrokenField) {
   expect_error(load(json, "negative.json"), StatusCode::kDataLoss, "out of range");
   json["model"]["vocab"]["he"] = int64_t{1} << 40;
   expect_error(load(json, "huge.json"), StatusCode::kDataLoss, "out of range");
+  // One id near 2^26 used to size a 2 GiB id table (the fuzzer's out-of-memory).
+  json["model"]["vocab"]["he"] = int64_t{1} << 22;
+  expect_error(load(json, "sparse.json"), StatusCode::kDataLoss, "has id 4194304, out of range");
   json["model"]["vocab"]["he"] = "x";
   expect_error(load(json, "string_id.json"), StatusCode::kDataLoss, "not an integer");
 
