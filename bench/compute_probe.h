@@ -6,7 +6,10 @@
 //   int8: vpdpbusd (AVX512-VNNI), 64 multiply-adds of u8 x s8 per instruction,
 //     what the Q8_0 / Q4_0 / k-quant kernels issue;
 //   bf16: vdpbf16ps (AVX512-BF16), 32 multiply-adds of bf16 pairs, what the
-//     packed bf16 kernels issue.
+//     packed bf16 kernels issue without AMX;
+//   AMX bf16: tdpbf16ps, 16 x 16 x 32 multiply-adds per instruction into
+//     four independent [16, 16] f32 tiles, what the packed bf16 kernel
+//     issues on AMX-BF16 (matmul_amx_bf16.cpp).
 // Returns 1e9 multiply-adds per second, or 0 where the CPU lacks the
 // instruction.
 #pragma once
@@ -19,6 +22,7 @@
 #include <cstdint>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/matmul_kernels.h"
 
 namespace zl::bench {
 
@@ -51,12 +55,42 @@ __attribute__((target("avx512f,avx512bf16"))) inline float bf16_dot_loop(int64_t
   return lanes[0];
 }
 
+__attribute__((target("amx-tile,amx-bf16"))) inline float amx_bf16_dot_loop(int64_t iterations) {
+  cpu::AmxTileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 64;
+  }
+  asm volatile("" : : "m"(cfg));  // ldtilecfg reads cfg (matmul_avx512_quant.cpp)
+  _tile_loadconfig(&cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_zero(6);
+  _tile_zero(7);
+  // iterations / 2 instructions (each 16 cycles or more: ~10 ms a call).
+  for (int64_t i = 0; i < iterations / 8; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float sums[16][16];
+  _tile_stored(0, sums, 64);
+  cpu::amx_stores_done();
+  _tile_release();
+  return sums[0][0];
+}
+
 // Multiply-adds per second (1e9) of `loop` on every thread at once, the best
 // of 9 passes (~10 ms each: a pass that lost a thread's core to another
 // process, or waited for a worker to wake, counts for nothing);
-// macs_per_instruction as above.
+// macs_per_call: the multiply-adds of loop(kPeakIterations).
 template <typename Loop>
-double peak_gmacs(ThreadPool& pool, Loop loop, int macs_per_instruction) {
+double peak_gmacs(ThreadPool& pool, Loop loop, double macs_per_call) {
   std::atomic<float> sink{0};
   double best = 0;
   for (int pass = 0; pass < 9; ++pass) {
@@ -65,7 +99,7 @@ double peak_gmacs(ThreadPool& pool, Loop loop, int macs_per_instruction) {
       for (int64_t t = begin; t < end; ++t) sink.store(loop(kPeakIterations), std::memory_order_relaxed);
     });
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double macs = static_cast<double>(pool.num_threads()) * kPeakIterations * kChains * macs_per_instruction;
+    const double macs = static_cast<double>(pool.num_threads()) * macs_per_call;
     best = std::max(best, macs / seconds / 1e9);
   }
   return best;
@@ -73,12 +107,17 @@ double peak_gmacs(ThreadPool& pool, Loop loop, int macs_per_instruction) {
 
 inline double int8_peak_gmacs(ThreadPool& pool) {
   if (!__builtin_cpu_supports("avx512vnni")) return 0;
-  return peak_gmacs(pool, int8_dot_loop, 64);
+  return peak_gmacs(pool, int8_dot_loop, 64.0 * kChains * kPeakIterations);
 }
 
 inline double bf16_peak_gmacs(ThreadPool& pool) {
   if (!__builtin_cpu_supports("avx512bf16")) return 0;
-  return peak_gmacs(pool, bf16_dot_loop, 32);
+  return peak_gmacs(pool, bf16_dot_loop, 32.0 * kChains * kPeakIterations);
+}
+
+// Needs cpu::amx_bf16_supported() (which has Linux grant the tile state).
+inline double amx_bf16_peak_gmacs(ThreadPool& pool) {
+  return peak_gmacs(pool, amx_bf16_dot_loop, 16.0 * 16 * 32 * (kPeakIterations / 8 * 4));
 }
 
 }  // namespace zl::bench

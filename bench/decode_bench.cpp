@@ -155,11 +155,16 @@ struct KvInfo {
 
 // The dot-product peak of the kernels the weights' format runs on: int8
 // for the quantized formats (activations are quantized to int8 blocks),
-// bf16 for packed bf16 matrices; 0 for the others.
+// bf16 for packed bf16 matrices (the AMX tiles' where they run them); 0 for
+// the others. The quantized formats' AMX tiles do not count: their float
+// step per block of 32 runs on the vector units beside them.
 double format_peak_gmacs(ThreadPool& pool, const ModelWeights& w) {
   const WeightMatrix& m = w.layers.front().wq;
   if (m.dtype == DType::kF32 || m.dtype == DType::kF16) return 0;
-  if (m.dtype == DType::kBF16) return m.packed != nullptr && cpu::bf16_dot_supported() ? bf16_peak_gmacs(pool) : 0;
+  if (m.dtype == DType::kBF16) {
+    if (m.packed == nullptr || !cpu::bf16_dot_supported()) return 0;
+    return cpu::bf16_amx_tiles(m.cols) ? amx_bf16_peak_gmacs(pool) : bf16_peak_gmacs(pool);
+  }
   return cpu::isa_supported(cpu::Isa::kAvx512) ? int8_peak_gmacs(pool) : 0;
 }
 

@@ -388,6 +388,37 @@ TEST(MatmulTest, AmxTilesGiveTheVnniBits) {
   }
 }
 
+// Packed bf16 on the AMX-BF16 tiles, one token tile and two, whole and in
+// part, 75 rows (a part group): each token's bits alone equal its bits in
+// the batch, and the sums are the scalar product of the bf16-rounded
+// activations up to f32 rounding.
+TEST(MatmulTest, AmxBf16TilesAreBatchInvariant) {
+  if (!amx_bf16_supported()) GTEST_SKIP() << "no AMX-BF16 here (or ZEROLAYER_AMX=0)";
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool(2);
+  const int64_t rows = 75;
+  for (const auto& [tokens, cols] : {std::pair<int64_t, int64_t>{35, 416}, {16, 416}, {19, 64}, {70, 64}, {9, 1024}}) {
+    std::vector<float> wf(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(tokens * cols));
+    for (float& v : wf) v = u(rng);
+    for (float& v : x) v = u(rng);
+    Quantized m = make_matrix(DType::kBF16, wf, rows, cols);
+    const WeightMatrix packed = m.with_packed();
+    std::vector<float> all(static_cast<size_t>(tokens * rows), NAN), one(static_cast<size_t>(rows));
+    matmul(pool, x.data(), packed, nullptr, all.data(), tokens, Isa::kAvx512);
+    for (int64_t t = 0; t < tokens; ++t) {
+      matmul(pool, &x[static_cast<size_t>(t * cols)], packed, nullptr, one.data(), 1, Isa::kAvx512);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(t * rows + r)])
+            << "tokens " << tokens << " cols " << cols << " token " << t << " row " << r;
+    }
+    std::vector<float> xr(x.size()), ref(all.size());
+    for (size_t i = 0; i < x.size(); ++i) xr[i] = bf16_to_f32(f32_to_bf16(x[i]));
+    matmul(pool, xr.data(), m.w, nullptr, ref.data(), tokens, Isa::kScalar);
+    EXPECT_LE(rel_error(all, ref), 1e-5f) << "tokens " << tokens << " cols " << cols;
+  }
+}
+
 // Groups with their own inputs and widths (the experts of a MoE layer, and
 // two input widths) in one call: each group's rows are the bits matmul()
 // gives for that group alone, on every ISA, with groups of 0 tokens skipped

@@ -60,18 +60,40 @@ bool isa_supported(Isa isa) {
   return false;
 }
 
-bool amx_int8_supported() {
-  static const bool supported = [] {
+namespace {
+
+// CPUID.(7,0):EDX bits 22 AMX-BF16, 24 AMX-TILE, 25 AMX-INT8.
+constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24, kAmxInt8 = 1u << 25;
+
+// The tile state, granted once per process: Linux must allow it
+// (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) before the first tile instruction.
+bool amx_granted() {
+  static const bool granted = [] {
     if (!isa_supported(Isa::kAvx512)) return false;
     const char* env = std::getenv("ZEROLAYER_AMX");
     if (env != nullptr && std::string_view(env) == "0") return false;
-    // CPUID.(7,0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8; then Linux must
-    // grant the tile data state (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (edx & (3u << 24)) != (3u << 24)) return false;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (edx & kAmxTile) == 0) return false;
     constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
     return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
   }();
+  return granted;
+}
+
+bool cpu_has(unsigned edx_bits) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & edx_bits) == edx_bits;
+}
+
+}  // namespace
+
+bool amx_int8_supported() {
+  static const bool supported = amx_granted() && cpu_has(kAmxInt8);
+  return supported;
+}
+
+bool amx_bf16_supported() {
+  static const bool supported = amx_granted() && bf16_dot_supported() && cpu_has(kAmxBf16);
   return supported;
 }
 
@@ -153,10 +175,19 @@ GroupNeeds group_needs(const MatmulGroup& g) {
 // Packed bf16 on AVX512-BF16 multiplies bf16 activations: converted here once
 // per call, not per tile and row block, where re-reading x (4 MiB for 512
 // tokens of 2048, past L2) from L3 cost ~7% of a bf16 prefill.
+// Tile-major where bf16_amx_tiles (MatmulInput::xbf16).
 void convert_to_bf16_pairs(ThreadPool& pool, const float* x, int64_t num_tokens, int64_t cols, uint32_t* xp) {
   const int64_t pairs = (cols + 1) / 2;
+  const bool tiles = bf16_amx_tiles(cols);
   auto convert = [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) to_bf16_pairs_avx512(x + t * cols, cols, xp + t * pairs);
+    for (int64_t t = begin; t < end; ++t) {
+      if (tiles) {
+        to_bf16_pairs_avx512(x + t * cols, cols, xp + (t / kTileTokens * pairs + t % kTileTokens) * 16,
+                             16 * kTileTokens);
+      } else {
+        to_bf16_pairs_avx512(x + t * cols, cols, xp + t * pairs);
+      }
+    }
   };
   if (num_tokens * cols < (1 << 16)) return convert(0, num_tokens);
   pool.parallel_for(num_tokens, convert);
@@ -185,13 +216,15 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
   thread_local std::vector<GroupNeeds> needs;
   const bool bf16_dot = isa == Isa::kAvx512 && bf16_dot_supported();
   const bool amx = isa == Isa::kAvx512 && amx_int8_supported();
+  // The AMX-BF16 kernel loads whole 16-token tiles of xbf16.
+  auto bf16_rows = [&](int64_t num_tokens) { return amx_bf16_supported() ? padded_tokens(num_tokens) : num_tokens; };
   needs.clear();
   size_t nq = 0, nbf16 = 0;
   for (const MatmulGroup& g : groups) {
     needs.push_back(group_needs(g));
     const int64_t cols = g.targets[0].w->cols;
     if (needs.back().quantized) nq += static_cast<size_t>(padded_tokens(g.num_tokens) * cols);
-    if (bf16_dot && needs.back().packed_bf16) nbf16 += static_cast<size_t>(g.num_tokens * ((cols + 1) / 2));
+    if (bf16_dot && needs.back().packed_bf16) nbf16 += static_cast<size_t>(bf16_rows(g.num_tokens) * ((cols + 1) / 2));
   }
   if (scratch.q.size() < nq) {
     scratch.q.resize(nq);
@@ -243,7 +276,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
     if (bf16_dot && needs[i].packed_bf16) {
       convert_to_bf16_pairs(pool, g.x, g.num_tokens, p.in.cols, xbf16.data() + bf16_at);
       p.in.xbf16 = xbf16.data() + bf16_at;
-      bf16_at += static_cast<size_t>(g.num_tokens * ((p.in.cols + 1) / 2));
+      bf16_at += static_cast<size_t>(bf16_rows(g.num_tokens) * ((p.in.cols + 1) / 2));
     }
     out.push_back(p);
   }

@@ -104,6 +104,13 @@ bool bf16_dot_supported();
 // kernels: the same bits, batch-invariant. ZEROLAYER_AMX=0 keeps to VNNI.
 bool amx_int8_supported();
 
+// Whether packed bf16 matrices whose in_features are a multiple of 32 go to
+// the AMX-BF16 tiles (tdpbf16ps) at every batch size, decode included: the
+// bf16 activations of bf16_dot_supported, f32 sums in another order than
+// vdpbf16ps' (so other bits, batch-invariant all the same).
+// ZEROLAYER_AMX=0 keeps to vdpbf16ps.
+bool amx_bf16_supported();
+
 enum class Isa { kScalar, kAvx2, kAvx512 };
 const char* isa_name(Isa isa);
 // The best the CPU supports, or ZEROLAYER_ISA when set (and supported).

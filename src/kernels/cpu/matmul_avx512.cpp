@@ -150,10 +150,11 @@ ZL_AVX512 void packed_bf16_group(const WeightMatrix& w, const MatmulInput& in, i
 
 }  // namespace
 
-ZL_AVX512_BF16 void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp) {
+ZL_AVX512_BF16 void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp, int64_t piece_stride) {
   int64_t i = 0;
   for (; i + 32 <= n; i += 32)
-    _mm512_storeu_si512(xp + i / 2, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
+    _mm512_storeu_si512(xp + i / 32 * piece_stride,
+                        (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
   if (i == n) return;
   const int64_t left = n - i;  // 1..31
   const auto lo = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
@@ -210,6 +211,8 @@ ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_be
   }
   if constexpr (D == DType::kBF16) {
     if (w.packed != nullptr) {
+      if (in.xbf16 != nullptr && bf16_amx_tiles(in.cols))
+        return packed_bf16_amx_tile(w, in, row_begin, row_end, y, ldy);
       int64_t t = 0;
       for (; t + 4 <= in.num_tokens; t += 4) packed_bf16_rows<4>(w, in, row_begin, row_end, t, y, ldy);
       switch (in.num_tokens - t) {

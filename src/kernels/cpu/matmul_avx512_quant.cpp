@@ -462,13 +462,6 @@ constexpr bool kAmxDirect = D == DType::kQ8_0 || D == DType::kI8;
 template <DType D>
 constexpr bool kAmxForm = !kHalfScales<D>;
 
-struct AmxTileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 #define ZL_AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,fma,f16c")))
 
 // Tiles of the AMX kernel: dots C0..C3 ([16 tokens, 16 rows] int32), two
@@ -531,6 +524,7 @@ ZL_AMX inline void amx_chunk_store(int64_t num_blocks, int64_t chunk, int32_t (*
   if (b + 1 < num_blocks) _tile_stored(1, dots[1], 64);
   if (b + 2 < num_blocks) _tile_stored(2, dots[2], 64);
   if (b + 3 < num_blocks) _tile_stored(3, dots[3], 64);
+  amx_stores_done();
 }
 
 // The tile loads of the weights do not train the hardware prefetchers: a

@@ -26,7 +26,10 @@ struct MatmulInput {
   // tokens' xd, xds and 128 xds, so that the AMX kernel broadcasts a token's
   // from a fixed offset (AVX-512 with AMX-INT8; else null)
   const float* xtiles = nullptr;
-  // [num_tokens, ceil(cols / 2)] bf16 pairs (packed bf16 weights on AVX512-BF16)
+  // [num_tokens, ceil(cols / 2)] bf16 pairs (packed bf16 weights on
+  // AVX512-BF16); where bf16_amx_tiles(cols), tile-major instead:
+  // [ceil(num_tokens / kTileTokens), cols / 32, kTileTokens, 16 pairs], each
+  // AMX A tile 1 KiB contiguous, padding tokens readable
   const uint32_t* xbf16 = nullptr;
   int64_t num_tokens = 0;
   int64_t cols = 0;
@@ -46,9 +49,34 @@ TileKernel tile_kernel_avx512_quant(DType dtype);  // the quantized formats
 void packed_f16_tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                      int64_t ldy);
 
-// x: [n] f32 -> xp: [ceil(n / 2)] bf16 pairs (column 2c in the low half, a
-// missing last column 0), rounded to nearest even. Needs bf16_dot_supported().
-void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp);
+// AMX-BF16 (amx_bf16_supported) kernel for packed bf16 matrices whose cols
+// are a multiple of 32, given in.xbf16 (matmul_amx_bf16.cpp).
+void packed_bf16_amx_tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                          float* y, int64_t ldy);
+
+// The 64-byte operand of ldtilecfg (palette 1): rows and bytes per row of
+// each of the 8 tiles.
+struct AmxTileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// GCC's tile intrinsics are asm statements that name no memory: after tile
+// stores into an object the compiler must be told that memory changed, or it
+// may read the object before the stores, or fold its reads away as
+// uninitialized (a local buffer read 256 rows instead of 16 here).
+inline void amx_stores_done() { asm volatile("" ::: "memory"); }
+
+// Whether packed bf16 weights of this width go to the AMX-BF16 kernel.
+inline bool bf16_amx_tiles(int64_t cols) { return cols % 32 == 0 && amx_bf16_supported(); }
+
+// x: [n] f32 -> bf16 pairs (column 2c in the low half, a missing last column
+// 0), rounded to nearest even, 16 pairs (32 columns) at a time: piece p at
+// xp + p * piece_stride (16: one row of ceil(n / 2) pairs; another stride
+// needs n a multiple of 32). Needs bf16_dot_supported().
+void to_bf16_pairs_avx512(const float* x, int64_t n, uint32_t* xp, int64_t piece_stride = 16);
 
 // The codes (as signed values), scale and min of block b (32 columns) of row
 // r of a Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL or I8 matrix, read from its stored bytes: the
