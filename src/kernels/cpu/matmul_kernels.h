@@ -66,7 +66,7 @@ struct AmxTileConfig {
 // GCC's tile intrinsics are asm statements that name no memory: after tile
 // stores into an object the compiler must be told that memory changed, or it
 // may read the object before the stores, or fold its reads away as
-// uninitialized (a local buffer read 256 rows instead of 16 here).
+// uninitialized (a local buffer is only ever written by tilestored).
 inline void amx_stores_done() { asm volatile("" ::: "memory"); }
 
 // Whether packed bf16 weights of this width go to the AMX-BF16 kernel.
