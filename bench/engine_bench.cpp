@@ -131,10 +131,11 @@ Request make_request(int index, int max_new, const Workload& load, const Structu
   return r;
 }
 
-StatusOr<RunResult> run_once(const std::string& model, const Workload& load, int threads, CachePolicy policy,
-                             bool overlap, bool stats_region, const std::string& kv_events) {
+StatusOr<RunResult> run_once(const std::string& model, const WeightFormat& format, const Workload& load, int threads,
+                             CachePolicy policy, bool overlap, bool stats_region, const std::string& kv_events) {
   EngineConfig config;
   config.model = model;
+  config.weight_format = format;
   config.num_threads = threads;
   config.max_num_seqs = load.num_seqs;
   config.max_num_batched_tokens = std::max(512, load.num_seqs);
@@ -189,13 +190,15 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   CLI::App app{"zerolayer engine benchmarks: scheduling gap and decode throughput"};
-  std::string mode = "gap", model, policy_name = "contiguous";
+  std::string mode = "gap", model, policy_name = "contiguous", dtype = "auto";
   std::vector<int> seqs;
   std::string arrival = "burst";
   int runs = 3, max_new = 200, threads = 0, rounds = 4;
   double sampled = 0.0, constrained = 0.0;
   app.add_option("--mode", mode, "gap or throughput")->check(CLI::IsMember({"gap", "throughput"}));
   app.add_option("--model", model, "Model (default: dummy:tiny for gap, dummy:llama-110m for throughput)");
+  app.add_option("--dtype", dtype, "Weight matrices converted at load as serve --dtype: auto, f32, f16 or bf16")
+      ->capture_default_str();
   app.add_option("--seqs", seqs, "Concurrent sequences, e.g. 1,16,64,256")->delimiter(',');
   app.add_option("--runs", runs, "Runs per configuration")->capture_default_str();
   app.add_option("--max-new-tokens", max_new, "Tokens each sequence generates")->capture_default_str();
@@ -232,12 +235,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", policy.status().message().c_str());
     return 1;
   }
+  zl::WeightFormat format;
+  if (zl::Status s = zl::parse_dtype_flag(dtype, format); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
   setenv("ZEROLAYER_LOG_LEVEL", "warn", 0);
   for (int n : seqs) {
     std::vector<double> p50, p99, max, tps, batch, switches;
     for (int r = 0; r < runs; ++r) {
       const zl::Workload load{arrival == "closed", n, max_new, rounds, sampled, constrained};
-      auto result = zl::run_once(model, load, threads, *policy, overlap == "on", stats_region, kv_events);
+      auto result = zl::run_once(model, format, load, threads, *policy, overlap == "on", stats_region, kv_events);
       if (!result.ok()) {
         std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
         return 1;
@@ -250,12 +258,12 @@ int main(int argc, char** argv) {
       switches.push_back(static_cast<double>(result->involuntary_switches) / result->seconds);
     }
     std::printf(
-        "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"policy\":\"%s\",\"overlap\":\"%s\",\"sampled\":%.2f,\"constrained\":%.2f,"
+        "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"dtype\":\"%s\",\"policy\":\"%s\",\"overlap\":\"%s\",\"sampled\":%.2f,\"constrained\":%.2f,"
         "\"stats_region\":%s,\"kv_events\":%s,\"seqs\":%d,\"runs\":%d,"
         "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
         "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
         "\"mean_batch\":%.1f,\"involuntary_switches_per_s\":%.0f,\"load_1m\":%.2f}\n",
-        mode.c_str(), arrival.c_str(), model.c_str(), policy_name.c_str(), overlap.c_str(), sampled, constrained,
+        mode.c_str(), arrival.c_str(), model.c_str(), dtype.c_str(), policy_name.c_str(), overlap.c_str(), sampled, constrained,
         stats_region ? "true" : "false", kv_events.empty() ? "false" : "true", n, runs, *std::min_element(p50.begin(), p50.end()),
         zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
         *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),

@@ -35,10 +35,11 @@ constexpr int64_t kChunkPairs = 16;  // column pairs per tile product (32 column
 // the kernel reads ahead itself. Where a row block's weights are read by
 // more than one pass of token tiles (tokens > 32), into L2 8 chunks (8 KiB a
 // group) ahead: 64 tokens 380 -> 415-420 tokens/s. Where one pass reads
-// them, the chunk about to be loaded into L1 (the prefetches overlap the
-// line fills a tile load makes one after another): 32 tokens 301-306 ->
-// 321-325, and 1-16 +2-5%; reading ahead into L2 there cost ~5% at 8-16
-// tokens (dummy:llama-1b, the Xeon VM).
+// them, the chunk about to be loaded into L1 (presumably the prefetches
+// put its 16 line fills in flight at once): 32 tokens 301-306 -> 321-325,
+// and 1-16 +2-5%; reading ahead into L2 there cost ~5% at 8-16 tokens
+// (dummy:llama-1b, the Xeon VM). Reading past the matrix is harmless:
+// prefetches do not fault.
 constexpr int64_t kAheadPairs = 8 * kChunkPairs;
 
 template <decltype(_MM_HINT_T0) Hint>  // GCC: enum _mm_hint; clang: int
