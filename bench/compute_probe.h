@@ -56,13 +56,7 @@ __attribute__((target("avx512f,avx512bf16"))) inline float bf16_dot_loop(int64_t
 }
 
 __attribute__((target("amx-tile,amx-bf16"))) inline float amx_bf16_dot_loop(int64_t iterations) {
-  cpu::AmxTileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.rows[t] = 16;
-    cfg.colsb[t] = 64;
-  }
-  asm volatile("" : : "m"(cfg));  // ldtilecfg reads cfg (matmul_avx512_quant.cpp)
-  _tile_loadconfig(&cfg);
+  cpu::amx_load_config(cpu::amx_square_tiles());
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);

@@ -1,6 +1,7 @@
 #include "kernels/cpu/matmul.h"
 
 #include <cpuid.h>
+#include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -86,6 +87,14 @@ bool cpu_has(unsigned edx_bits) {
 }
 
 }  // namespace
+
+__attribute__((target("amx-tile"))) void amx_load_config(const AmxTileConfig& cfg) {
+  // GCC does not count ldtilecfg as reading cfg and may drop the stores that
+  // filled it (it did when the int8 kernel's rows were an argument): the asm
+  // says the memory is read.
+  asm volatile("" : : "m"(cfg));
+  _tile_loadconfig(&cfg);
+}
 
 bool amx_int8_supported() {
   static const bool supported = amx_granted() && cpu_has(kAmxInt8);
@@ -181,12 +190,8 @@ void convert_to_bf16_pairs(ThreadPool& pool, const float* x, int64_t num_tokens,
   const bool tiles = bf16_amx_tiles(cols);
   auto convert = [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      if (tiles) {
-        to_bf16_pairs_avx512(x + t * cols, cols, xp + (t / kTileTokens * pairs + t % kTileTokens) * 16,
-                             16 * kTileTokens);
-      } else {
-        to_bf16_pairs_avx512(x + t * cols, cols, xp + t * pairs);
-      }
+      const int64_t row = tiles ? (t / kTileTokens * pairs + t % kTileTokens) * 16 : t * pairs;
+      to_bf16_pairs_avx512(x + t * cols, cols, xp + row, tiles ? 16 * kTileTokens : 16);
     }
   };
   if (num_tokens * cols < (1 << 16)) return convert(0, num_tokens);
@@ -217,14 +222,16 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
   const bool bf16_dot = isa == Isa::kAvx512 && bf16_dot_supported();
   const bool amx = isa == Isa::kAvx512 && amx_int8_supported();
   // The AMX-BF16 kernel loads whole 16-token tiles of xbf16.
-  auto bf16_rows = [&](int64_t num_tokens) { return amx_bf16_supported() ? padded_tokens(num_tokens) : num_tokens; };
+  auto bf16_rows = [](int64_t num_tokens, int64_t cols) {
+    return bf16_amx_tiles(cols) ? padded_tokens(num_tokens) : num_tokens;
+  };
   needs.clear();
   size_t nq = 0, nbf16 = 0;
   for (const MatmulGroup& g : groups) {
     needs.push_back(group_needs(g));
     const int64_t cols = g.targets[0].w->cols;
     if (needs.back().quantized) nq += static_cast<size_t>(padded_tokens(g.num_tokens) * cols);
-    if (bf16_dot && needs.back().packed_bf16) nbf16 += static_cast<size_t>(bf16_rows(g.num_tokens) * ((cols + 1) / 2));
+    if (bf16_dot && needs.back().packed_bf16) nbf16 += static_cast<size_t>(bf16_rows(g.num_tokens, cols) * ((cols + 1) / 2));
   }
   if (scratch.q.size() < nq) {
     scratch.q.resize(nq);
@@ -276,7 +283,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
     if (bf16_dot && needs[i].packed_bf16) {
       convert_to_bf16_pairs(pool, g.x, g.num_tokens, p.in.cols, xbf16.data() + bf16_at);
       p.in.xbf16 = xbf16.data() + bf16_at;
-      bf16_at += static_cast<size_t>(bf16_rows(g.num_tokens) * ((p.in.cols + 1) / 2));
+      bf16_at += static_cast<size_t>(bf16_rows(g.num_tokens, p.in.cols) * ((p.in.cols + 1) / 2));
     }
     out.push_back(p);
   }

@@ -47,16 +47,6 @@ ZL_AMX_BF16 inline void prefetch_chunk(const uint8_t* w) {
   for (int64_t line = 0; line < kChunkPairs; ++line) _mm_prefetch(reinterpret_cast<const char*>(w + line * 64), Hint);
 }
 
-ZL_AMX_BF16 inline void configure() {
-  AmxTileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.rows[t] = kTileTokens;
-    cfg.colsb[t] = 64;
-  }
-  asm volatile("" : : "m"(cfg));  // ldtilecfg reads cfg (see amx_configure)
-  _tile_loadconfig(&cfg);
-}
-
 // y rows [rg, rg + 16) within [row_lo, row_end) of tokens t0 .. t0 + count - 1
 // from a stored C tile sums[16 tokens][16 rows].
 ZL_AMX_BF16 inline void store_sums(const float (&sums)[kTileTokens][kPackRows], int64_t rg, int64_t row_lo,
@@ -143,7 +133,7 @@ ZL_AMX_BF16 void row_groups(const WeightMatrix& w, const MatmulInput& in, int64_
 
 ZL_AMX_BF16 void packed_bf16_amx_tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin,
                                       int64_t row_end, float* y, int64_t ldy) {
-  configure();
+  amx_load_config(amx_square_tiles());
   int64_t t = 0;
   for (; t + kTileTokens < in.num_tokens; t += 2 * kTileTokens) row_groups<2>(w, in, row_begin, row_end, t, y, ldy);
   if (t < in.num_tokens) row_groups<1>(w, in, row_begin, row_end, t, y, ldy);

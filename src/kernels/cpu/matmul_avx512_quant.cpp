@@ -486,11 +486,7 @@ ZL_AMX inline void amx_configure() {
     cfg.rows[b] = 8;
     cfg.colsb[b] = 64;
   }
-  // GCC does not count ldtilecfg as reading cfg and may drop the stores
-  // above (it did when the rows were an argument): the asm says the memory
-  // is read.
-  asm volatile("" : : "m"(cfg));
-  _tile_loadconfig(&cfg);
+  amx_load_config(cfg);
 }
 
 // dots[16][16] = the 16 tokens' codes at x (row stride) times one block's

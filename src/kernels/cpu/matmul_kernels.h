@@ -62,6 +62,17 @@ struct AmxTileConfig {
   uint16_t colsb[16] = {};
   uint8_t rows[16] = {};
 };
+// Loads cfg into the tile unit (ldtilecfg), on a CPU with AMX.
+void amx_load_config(const AmxTileConfig& cfg);
+// All 8 tiles [16 rows, 64 bytes]: the bf16 kernel's shapes.
+inline AmxTileConfig amx_square_tiles() {
+  AmxTileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.rows[t] = kTileTokens;
+    cfg.colsb[t] = 64;
+  }
+  return cfg;
+}
 
 // GCC's tile intrinsics are asm statements that name no memory: after tile
 // stores into an object the compiler must be told that memory changed, or it
