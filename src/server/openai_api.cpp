@@ -236,7 +236,8 @@ OptError read_stop(const json& j, const ApiLimits& limits, std::vector<std::stri
 
 // OpenAI's logit_bias: {"token id": bias in [-100, 100], ...}, sorted by id
 // and checked as Engine::submit checks it (check_logit_bias), here to name
-// the parameter.
+// the parameter; each bias also before it becomes a float, which would
+// round 100 + 1e-9 to 100.
 OptError read_logit_bias(const json& j, const ApiLimits& limits, std::vector<LogitBias>& out) {
   const json* bias = find(j, "logit_bias");
   if (!bias || bias->is_null()) return std::nullopt;
@@ -247,7 +248,10 @@ OptError read_logit_bias(const json& j, const ApiLimits& limits, std::vector<Log
     if (ec != std::errc() || end != key.data() + key.size())
       return bad_request("logit_bias", str_cat("logit_bias: key \"", key, "\" is not a token id"));
     if (!value.is_number()) return bad_request("logit_bias", str_cat("logit_bias[\"", key, "\"] must be a number"));
-    out.push_back({id, static_cast<float>(value.get<double>())});
+    const double x = value.get<double>();
+    if (Status s = check_field(field::kLogitBias, x); !s.ok())
+      return bad_request("logit_bias", str_cat("logit_bias[\"", key, "\"]: ", s.message()));
+    out.push_back({id, static_cast<float>(x)});
   }
   std::sort(out.begin(), out.end(), [](const LogitBias& a, const LogitBias& b) { return a.id < b.id; });
   if (Status s = check_logit_bias(out, limits.vocab_size); !s.ok()) return bad_request("logit_bias", s.message());

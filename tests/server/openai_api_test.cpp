@@ -167,6 +167,7 @@ TEST_F(OpenAiApiTest, BadFieldsAreNamed) {
   EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"-1":2}})"), "logit_bias");
   EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"100000":2}})"), "logit_bias");
   EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1":100.5}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1":100.000000001}})"), "logit_bias");  // 100.0f as a float
   EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1":"2"}})"), "logit_bias");
   EXPECT_EQ(param_of(R"({"prompt":"x","logit_bias":{"1":2,"01":3}})"), "logit_bias");
   EXPECT_EQ(param_of(R"({"prompt":"x","priority":99999999999})"), "priority");
