@@ -210,7 +210,8 @@ TEST_P(MatmulTest, VectorKernelsMatchScalarReference) {
 // whether it is multiplied alone (decode: weights read as stored) or among 19
 // others (register tiles of 4 tokens, and for quantized formats the decoded
 // weight panel), and whatever the split over threads; with packed weights too
-// (AVX-512 with 2 threads).
+// on AVX-512 (strips of 32 rows, token tile by token tile: whole strips
+// with one thread, parts of them with two).
 TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
   const DType dtype = GetParam();
   std::mt19937 rng(5);
@@ -223,18 +224,20 @@ TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
   const WeightMatrix packed = packed_bytes(m.w) > 0 ? m.with_packed() : m.w;
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
     if (!isa_supported(isa)) continue;
-    for (int threads : {1, 2}) {
-      ThreadPool pool(threads);
-      const WeightMatrix& w = isa == Isa::kAvx512 && threads == 2 ? packed : m.w;
-      std::vector<float> all(static_cast<size_t>(tokens * rows)), one(static_cast<size_t>(rows));
-      matmul(pool, x.data(), w, nullptr, all.data(), tokens, isa);
-      for (int64_t t = 0; t < tokens; ++t) {
-        matmul(pool, &x[static_cast<size_t>(t * cols)], w, nullptr, one.data(), 1, isa);
-        for (int64_t r = 0; r < rows; ++r)
-          ASSERT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(t * rows + r)])
-              << isa_name(isa) << " threads " << threads << " token " << t << " row " << r;
+    for (int threads : {1, 2})
+      for (bool use_packed : {false, true}) {
+        if (use_packed && isa != Isa::kAvx512) continue;
+        ThreadPool pool(threads);
+        const WeightMatrix& w = use_packed ? packed : m.w;
+        std::vector<float> all(static_cast<size_t>(tokens * rows)), one(static_cast<size_t>(rows));
+        matmul(pool, x.data(), w, nullptr, all.data(), tokens, isa);
+        for (int64_t t = 0; t < tokens; ++t) {
+          matmul(pool, &x[static_cast<size_t>(t * cols)], w, nullptr, one.data(), 1, isa);
+          for (int64_t r = 0; r < rows; ++r)
+            ASSERT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(t * rows + r)])
+                << isa_name(isa) << " threads " << threads << " packed " << use_packed << " token " << t << " row " << r;
+        }
       }
-    }
   }
 }
 

@@ -113,6 +113,42 @@ inline int64_t packed_kscale_bytes(DType d) {
   return d == DType::kQ6_K || d == DType::kQ3_K ? 288 : d == DType::kIQ4_XS ? 160 : 320;
 }
 
+// Decode batches (a few token tiles) run every token tile on a group of
+// rows before the next group, so that each weight comes from memory once;
+// but then the stream would pause while the tiles after the first compute,
+// and memory and compute would take turns (q8_0 dummy:llama-1b, 16 tokens a
+// step: step time = weight read time + compute time). A ReadAhead spreads
+// the next group's bytes over the current group's tiles instead, into L2,
+// so that the two overlap: the kernels call step() with the bytes of the
+// current group they have read, and it reads a line ahead per line_cost of
+// them (64 x the token tiles run on each group). Reading past the matrix
+// is harmless: prefetches do not fault.
+struct ReadAhead {
+  const uint8_t* at = nullptr;  // the next line to read ahead
+  int64_t line_cost = 64;
+  int64_t credit = 0;           // bytes read since the last line, < line_cost
+  void step(int64_t bytes_read) {
+    for (credit += bytes_read; credit >= line_cost; credit -= line_cost, at += 64) __builtin_prefetch(at, 0, 2);
+  }
+};
+// f.template operator()<T>(t0) for the tiles of T = 4 tokens, then the rest.
+template <class F>
+inline void each_token_tile(int64_t num_tokens, F&& f) {
+  int64_t t = 0;
+  for (; t + 4 <= num_tokens; t += 4) f.template operator()<4>(t);
+  switch (num_tokens - t) {
+    case 3: return f.template operator()<3>(t);
+    case 2: return f.template operator()<2>(t);
+    case 1: return f.template operator()<1>(t);
+    default: return;
+  }
+}
+
+// The most tokens a call runs group by group with a ReadAhead; past it
+// (prefill) the kernels run each token tile over a row block (matmul.cpp
+// rows_per_block), as compute, not the weight stream, sets the pace.
+constexpr int64_t kGroupFirstMaxTokens = 64;
+
 // Lanes of the packed group of rows [rg, rg + 16) that a tile of rows
 // [row_lo, row_end) stores (a __mmask16): groups cut by the tile's edges are
 // computed whole and stored in part.
