@@ -211,14 +211,14 @@ ZL_AVX512 void packed_bf16_tile(const WeightMatrix& w, const MatmulInput& in, in
 ZL_AVX512 void packed_bf16_rows(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                                 float* y, int64_t ldy) {
   const int64_t g_begin = row_begin / kPackRows, g_end = (row_end + kPackRows - 1) / kPackRows;
-  if (in.num_tokens <= 4 || in.num_tokens > kGroupFirstMaxTokens) {
+  if (!group_first(in.num_tokens)) {
     return each_token_tile(in.num_tokens, [&]<int T>(int64_t t0) {
       for (int64_t g = g_begin; g < g_end; ++g) packed_bf16_tile<T>(w, in, g, row_begin, row_end, t0, y, ldy, nullptr);
     });
   }
   const int64_t group_bytes = (in.cols + 1) / 2 * 64;
   for (int64_t g = g_begin; g < g_end; ++g) {
-    ReadAhead ahead{w.packed + (g + 1) * group_bytes, 64 * ((in.num_tokens + 3) / 4)};
+    ReadAhead ahead = ReadAhead::over_tiles(w.packed + (g + 1) * group_bytes, in.num_tokens);
     each_token_tile(in.num_tokens, [&]<int T>(int64_t t0) {
       packed_bf16_tile<T>(w, in, g, row_begin, row_end, t0, y, ldy, &ahead);
     });

@@ -724,7 +724,7 @@ ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
   const int64_t num_blocks = in.cols / 32;
   uint8_t* panel = fill ? panel_storage(num_blocks) : nullptr;
   const int64_t first = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
-  const bool read_ahead = w.packed != nullptr && in.num_tokens <= kGroupFirstMaxTokens;
+  const bool read_ahead = w.packed != nullptr && group_first(in.num_tokens);
   constexpr int64_t kStripGroups = kPanelRows / kGroup;
   for (int64_t r0 = first; r0 < row_end; r0 += kPanelRows) {
     const int64_t r1 = std::min(row_end, r0 + kPanelRows);
@@ -742,15 +742,14 @@ ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
     if (read_ahead) {
       PackedRows<D> next;
       next.at_group(w, r0 / kGroup + kStripGroups);
-      const int64_t line_cost = 64 * ((in.num_tokens + 3) / 4);
       ahead.code_bytes = kStripGroups * packed_code_bytes(D);
-      ahead.codes = ReadAhead{next.codes, line_cost};
+      ahead.codes = ReadAhead::over_tiles(next.codes, in.num_tokens);
       if constexpr (dtype_has_super_blocks(D)) {
         ahead.scale_bytes = kStripGroups * packed_kscale_bytes(D) / 8;
-        ahead.scales = ReadAhead{next.kscales, line_cost};
+        ahead.scales = ReadAhead::over_tiles(next.kscales, in.num_tokens);
       } else if constexpr (D != DType::kI8) {
         ahead.scale_bytes = kStripGroups * PackedRows<D>::kScaleLanes * 2;
-        ahead.scales = ReadAhead{reinterpret_cast<const uint8_t*>(next.scales), line_cost};
+        ahead.scales = ReadAhead::over_tiles(reinterpret_cast<const uint8_t*>(next.scales), in.num_tokens);
       }
     }
     token_tiles<D>(w, in, std::max(row_begin, r0), r1, y, ldy, panel, read_ahead ? &ahead : nullptr);
@@ -763,8 +762,7 @@ template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
   const bool packed = w.packed != nullptr;
-  if (use_amx<D>(w, in) || in.num_tokens <= 4 ||
-      (packed ? in.num_tokens > kGroupFirstMaxTokens : in.num_tokens < kPanelMinTokens))
+  if (use_amx<D>(w, in) || (packed ? !group_first(in.num_tokens) : in.num_tokens < kPanelMinTokens))
     return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/!packed);
 }
@@ -774,7 +772,7 @@ template <DType D>
 ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy) {
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
-  if (use_amx<D>(w, in) || in.num_tokens <= 4) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+  if (use_amx<D>(w, in) || in.num_tokens <= kTokenTile) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/in.num_tokens >= kPanelMinTokens);
 }
 

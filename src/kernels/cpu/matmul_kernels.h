@@ -127,15 +127,22 @@ struct ReadAhead {
   const uint8_t* at = nullptr;  // the next line to read ahead
   int64_t line_cost = 64;
   int64_t credit = 0;           // bytes read since the last line, < line_cost
+  // From `at` on, over the token tiles of num_tokens.
+  static ReadAhead over_tiles(const uint8_t* at, int64_t num_tokens);
   void step(int64_t bytes_read) {
     for (credit += bytes_read; credit >= line_cost; credit -= line_cost, at += 64) __builtin_prefetch(at, 0, 2);
   }
 };
-// f.template operator()<T>(t0) for the tiles of T = 4 tokens, then the rest.
+// Tokens per register tile of the vector kernels.
+constexpr int kTokenTile = 4;
+inline ReadAhead ReadAhead::over_tiles(const uint8_t* at, int64_t num_tokens) {
+  return ReadAhead{at, 64 * ((num_tokens + kTokenTile - 1) / kTokenTile)};
+}
+// f.template operator()<T>(t0) for the tiles of T = kTokenTile tokens, then the rest.
 template <class F>
 inline void each_token_tile(int64_t num_tokens, F&& f) {
   int64_t t = 0;
-  for (; t + 4 <= num_tokens; t += 4) f.template operator()<4>(t);
+  for (; t + kTokenTile <= num_tokens; t += kTokenTile) f.template operator()<kTokenTile>(t);
   switch (num_tokens - t) {
     case 3: return f.template operator()<3>(t);
     case 2: return f.template operator()<2>(t);
@@ -148,6 +155,10 @@ inline void each_token_tile(int64_t num_tokens, F&& f) {
 // (prefill) the kernels run each token tile over a row block (matmul.cpp
 // rows_per_block), as compute, not the weight stream, sets the pace.
 constexpr int64_t kGroupFirstMaxTokens = 64;
+// A decode batch that runs group by group: several token tiles, up to kGroupFirstMaxTokens.
+inline bool group_first(int64_t num_tokens) {
+  return num_tokens > kTokenTile && num_tokens <= kGroupFirstMaxTokens;
+}
 
 // Lanes of the packed group of rows [rg, rg + 16) that a tile of rows
 // [row_lo, row_end) stores (a __mmask16): groups cut by the tile's edges are
