@@ -44,6 +44,7 @@ struct KvPoolStats {
   int64_t num_evictions = 0;       // cached blocks taken for other contents
   int64_t num_compactions = 0;     // compact() calls that moved something
   int64_t num_block_moves = 0;
+  int32_t max_block_moves = 0;     // the most blocks one compact() call moved
 };
 
 }  // namespace zl

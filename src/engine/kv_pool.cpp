@@ -77,6 +77,8 @@ struct KvPool::Impl {
   void drop_ref(int32_t b);
   void move_block(int32_t src, int32_t dst, std::vector<BlockMove>& moves);
   BlockRun gathering_segment(int32_t need) const;
+  BlockRun resumed_segment(int32_t need) const;
+  void mark_extents(std::span<SeqBlocks* const> live, uint8_t value);
 
   bool try_contiguous(SeqBlocks& seq, int32_t num_prefix_blocks, int32_t num_total_blocks);
   bool try_paged(SeqBlocks& seq, int32_t num_prefix_blocks, int32_t num_prompt_blocks);
@@ -91,6 +93,9 @@ struct KvPool::Impl {
   // [num_blocks] compaction's relabelling, the identity between compactions:
   // moved_to[src] = dst for each block a compaction moves.
   std::vector<int32_t> moved_to;
+  // [num_blocks] a sliced compaction's marks (mark_extents()), 0 between calls.
+  std::vector<uint8_t> extent_goes_on;
+  BlockRun compacting;   // the stretch a sliced compaction has not finished
   SignatureIndex index;  // at most one entry per block
   KvEventQueue* events = nullptr;  // gains and losses of `index`, for routers
   BlockRuns free_runs;   // free blocks
@@ -106,6 +111,7 @@ struct KvPool::Impl {
   int64_t num_evictions = 0;
   int64_t num_compactions = 0;
   int64_t num_block_moves = 0;
+  int32_t max_block_moves = 0;
   // [num_blocks] release()'s scratch: blocks that became free (and free or
   // cached), as runs of consecutive ids, in the order found.
   std::vector<BlockRun> released_free, released_avail;
@@ -121,6 +127,7 @@ KvPool::Impl::Impl(const KvPoolConfig& config)
       block_size(config.block_size),
       blocks(static_cast<size_t>(config.num_blocks)),
       moved_to(static_cast<size_t>(config.num_blocks)),
+      extent_goes_on(static_cast<size_t>(config.num_blocks)),
       index(config.num_blocks),
       free_runs(config.num_blocks),
       avail_runs(config.num_blocks) {
@@ -539,6 +546,7 @@ KvPoolStats KvPool::stats() const {
   s.num_evictions = p.num_evictions;
   s.num_compactions = p.num_compactions;
   s.num_block_moves = p.num_block_moves;
+  s.max_block_moves = p.max_block_moves;
   return s;
 }
 
@@ -549,27 +557,72 @@ KvPoolStats KvPool::stats() const {
 // table that holds it (shared prefix blocks too) and in the prefix index. The
 // segment is the shortest one that holds target_blocks free-or-cached blocks
 // (so it copies the fewest blocks), or the whole pool when target_blocks is 0.
-void KvPool::compact(std::span<SeqBlocks* const> live, int32_t target_blocks, std::vector<BlockMove>* moves) {
+// A slice (max_moves) that stops early leaves its segment in `compacting`;
+// the next call finds the blocks before its stop already in place.
+void KvPool::compact(std::span<SeqBlocks* const> live, int32_t target_blocks, std::vector<BlockMove>* moves,
+                     int32_t max_moves, const std::function<void(size_t)>& before_rewrite) {
   Impl& p = *impl_;
   moves->clear();
-  if (target_blocks > 0 && p.avail_runs.largest_len() >= target_blocks) return;
-  BlockRun segment = target_blocks > 0 ? p.gathering_segment(target_blocks) : BlockRun{0, p.num_blocks};
+  if (target_blocks > 0 && p.avail_runs.largest_len() >= target_blocks) {
+    p.compacting = BlockRun{};
+    return;
+  }
+  BlockRun segment = target_blocks > 0 ? p.resumed_segment(target_blocks) : BlockRun{0, p.num_blocks};
   if (segment.len == 0) return;
+  if (max_moves > 0) p.mark_extents(live, 1);
   int32_t cursor = segment.start;
-  for (int32_t b = segment.start; b < segment.end(); ++b) {
+  int32_t b = segment.start;
+  for (; b < segment.end(); ++b) {
     if (p.blocks[static_cast<size_t>(b)].refcount == 0) continue;
-    if (b != cursor) p.move_block(b, cursor, *moves);
+    if (b != cursor) {
+      // A slice ends only where no extent goes on from the last block moved.
+      const bool continues = !moves->empty() && moves->back().src == b - 1 && p.extent_goes_on[static_cast<size_t>(b - 1)];
+      if (max_moves > 0 && static_cast<int32_t>(moves->size()) >= max_moves && !continues) break;
+      p.move_block(b, cursor, *moves);
+    }
     ++cursor;
   }
+  if (max_moves > 0) p.mark_extents(live, 0);
+  p.compacting = target_blocks > 0 && b < segment.end() ? segment : BlockRun{};
   if (moves->empty()) return;
   // Every block moves at most once (each src is a distinct used block), so
   // one pass relabels every table entry, shared prefix blocks included.
   for (const BlockMove& move : *moves) p.moved_to[static_cast<size_t>(move.src)] = move.dst;
-  for (SeqBlocks* seq : live)
-    for (int32_t& b : seq->table) b = p.moved_to[static_cast<size_t>(b)];
+  auto moved = [&](int32_t block) { return p.moved_to[static_cast<size_t>(block)] != block; };
+  for (size_t i = 0; i < live.size(); ++i) {
+    std::vector<int32_t>& table = live[i]->table;
+    if (!std::any_of(table.begin(), table.end(), moved)) continue;
+    if (before_rewrite) before_rewrite(i);  // may give `table` a copy to rewrite
+    for (int32_t& block : table) block = p.moved_to[static_cast<size_t>(block)];
+  }
   for (const BlockMove& move : *moves) p.moved_to[static_cast<size_t>(move.src)] = move.src;
   ++p.num_compactions;
   p.num_block_moves += static_cast<int64_t>(moves->size());
+  p.max_block_moves = std::max(p.max_block_moves, static_cast<int32_t>(moves->size()));
+}
+
+// The stretch a sliced compaction was working on while it still holds
+// `need` free-or-cached blocks (sequences finished or were admitted since),
+// else the shortest one now.
+BlockRun KvPool::Impl::resumed_segment(int32_t need) const {
+  if (compacting.len > 0) {
+    int32_t num_avail = 0;
+    for (int32_t b = compacting.start; b < compacting.end(); ++b)
+      num_avail += blocks[static_cast<size_t>(b)].refcount == 0 ? 1 : 0;
+    if (num_avail >= need) return compacting;
+  }
+  return gathering_segment(need);
+}
+
+// extent_goes_on[b] = value for each block b followed by b + 1 in the
+// extent of a contiguous sequence of `live` (its blocks past the prefix).
+void KvPool::Impl::mark_extents(std::span<SeqBlocks* const> live, uint8_t value) {
+  for (const SeqBlocks* seq : live) {
+    if (!seq->contiguous) continue;
+    const size_t num_prefix_blocks = static_cast<size_t>(seq->num_prefix_tokens / block_size);
+    for (size_t i = num_prefix_blocks + 1; i < seq->table.size(); ++i)
+      extent_goes_on[static_cast<size_t>(seq->table[i - 1])] = value;
+  }
 }
 
 // The shortest segment [start, end) holding at least `need` free-or-cached

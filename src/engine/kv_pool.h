@@ -32,6 +32,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -193,10 +194,20 @@ class KvPool {
   // the shortest stretch of the pool that holds that many free-or-cached
   // blocks, so it copies as few blocks as sliding can (target 0: the whole
   // pool). Cached blocks in the way are evicted. Updates the tables of `live`
-  // (every sequence holding blocks) and the pool. The caller must then copy
-  // the KV data of each move, in order (every dst is free when its copy happens).
-  // At most num_blocks moves: *moves with that capacity never reallocates.
-  void compact(std::span<SeqBlocks* const> live, int32_t target_blocks, std::vector<BlockMove>* moves);
+  // (every sequence holding blocks) and the pool, and fills *moves: the
+  // caller must then copy the KV data of each, in order (every dst is free
+  // when its copy happens). At most num_blocks moves: *moves with that
+  // capacity never reallocates.
+  //
+  // max_moves > 0 bounds one call (a slice): it stops once it has moved that
+  // many blocks and the next used block does not continue the extent of the
+  // last one moved, so every extent stays contiguous (a slice may go past
+  // max_moves by the rest of one extent). The next call goes on over the
+  // same stretch while it still holds target_blocks free-or-cached blocks.
+  // before_rewrite, if set, is called with i before live[i]'s table changes
+  // (the engine swaps in a copy there while a pass in flight reads it).
+  void compact(std::span<SeqBlocks* const> live, int32_t target_blocks, std::vector<BlockMove>* moves,
+               int32_t max_moves = 0, const std::function<void(size_t)>& before_rewrite = {});
   // Whether admit() waited for lack of a long enough run rather than of
   // memory: a contiguous extent of max_total_tokens would fit in the free and
   // cached blocks, so compact() may let it in.

@@ -65,12 +65,16 @@ class PoolHarness {
     pool_.release(seq);
     check();
   }
-  std::vector<BlockMove> compact(int32_t target_blocks = 0) {
+  // *rewritten (if given) gets the sequences whose tables changed.
+  std::vector<BlockMove> compact(int32_t target_blocks = 0, int32_t max_moves = 0,
+                                 std::vector<const SeqBlocks*>* rewritten = nullptr) {
     std::vector<SeqBlocks*> live;
     for (SeqBlocks& s : seqs_)
       if (!s.table.empty()) live.push_back(&s);
     std::vector<BlockMove> moves;
-    pool_.compact(live, target_blocks, &moves);
+    pool_.compact(live, target_blocks, &moves, max_moves, [&](size_t i) {
+      if (rewritten) rewritten->push_back(live[i]);
+    });
     check();
     return moves;
   }
@@ -451,6 +455,38 @@ TEST(KvPoolCompactionTest, TargetedCompactionCopiesOnlyTheShortestSegment) {
   SeqBlocks& f = h.admit(iota_tokens(4, 500), 4 * kBlockSize);
   EXPECT_EQ(f.table, (std::vector<int32_t>{8, 9, 10, 11}));
   EXPECT_TRUE(h.compact(4).empty()) << "a run of 4 exists: nothing to do";
+}
+
+// A bounded call (a slice) stops at the end of an extent once it has moved
+// max_moves blocks; the next goes on over the same stretch.
+TEST(KvPoolCompactionTest, SlicesStopAtExtentEndsAndResume) {
+  PoolHarness h(CachePolicy::kContiguous, 16);
+  SeqBlocks& a = h.admit(iota_tokens(4, 0), 2 * kBlockSize);    // [0, 2)
+  SeqBlocks& b = h.admit(iota_tokens(4, 100), 2 * kBlockSize);  // [2, 4)
+  SeqBlocks& c = h.admit(iota_tokens(4, 200), 2 * kBlockSize);  // [4, 6)
+  SeqBlocks& d = h.admit(iota_tokens(4, 300), 2 * kBlockSize);  // [6, 8)
+  SeqBlocks& e = h.admit(iota_tokens(4, 400), 8 * kBlockSize);  // [8, 16)
+  h.release(a);
+  h.release(d);  // free: [0, 2) and [6, 8)
+  h.admit(iota_tokens(4, 500), 4 * kBlockSize, AdmitOutcome::kWait);
+  std::vector<const SeqBlocks*> rewritten;
+  std::vector<BlockMove> moves = h.compact(4, /*max_moves=*/1, &rewritten);
+  // b's second block continues its extent past the bound; c waits.
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(moves[0].src, 2);
+  EXPECT_EQ(moves[1].dst, 1);
+  EXPECT_EQ(b.table, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(c.table, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(rewritten, (std::vector<const SeqBlocks*>{&b}));
+  h.admit(iota_tokens(4, 500), 4 * kBlockSize, AdmitOutcome::kWait);  // runs of 2 only
+  moves = h.compact(4, /*max_moves=*/1);
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(c.table, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(e.table.front(), 8);
+  SeqBlocks& f = h.admit(iota_tokens(4, 500), 4 * kBlockSize);
+  EXPECT_EQ(f.table, (std::vector<int32_t>{4, 5, 6, 7}));
+  EXPECT_EQ(h.pool().stats().num_compactions, 2);
+  EXPECT_EQ(h.pool().stats().max_block_moves, 2);
 }
 
 TEST(KvPoolCompactionTest, SharedPrefixBlocksMoveInEveryTableAndSignaturesFollow) {
