@@ -66,6 +66,12 @@ struct EngineConfig {
   // CUDA device the KV is bf16, and only auto or bf16 are accepted.
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;
   CachePolicy cache_policy = CachePolicy::kContiguous;
+  // Compaction (contiguous and hybrid policies: scattered free blocks slid
+  // together so a long extent fits) copies at most this many bytes of KV a
+  // step, in slices that run before each pass, so it never stalls the
+  // running requests (a slice may go past it by the rest of one sequence's
+  // extent). 0: each compaction at once, in one step.
+  int64_t compaction_bytes_per_step = 4 << 20;
   // Sliding-window layers keep KV for every position, as full layers do,
   // instead of their window only (llama.cpp's --swa-full): more memory, for
   // comparison and debugging.
@@ -103,6 +109,11 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   // Passes queued while the one before still ran (overlap scheduling).
   int64_t num_overlapped_passes = 0;
+  // Steps whose planning waited for the pass in flight to end (overlap: a
+  // preemption whose victim is in that pass).
+  int64_t num_drains = 0;
+  // Compaction's KV copies, run before passes: all, and the most before one.
+  int64_t compaction_copy_ns_total = 0, compaction_copy_ns_max = 0;
   // Prefill first: passes that ran prompts alone while other requests decoded.
   int64_t num_prompt_passes = 0;
   int64_t prompt_tokens_total = 0;

@@ -100,6 +100,8 @@ Status validate_config(const EngineConfig& c) {
   if (c.max_num_batched_tokens < 1) return invalid_argument("max_num_batched_tokens must be >= 1, got ", c.max_num_batched_tokens);
   if (c.prefill_first_ms < 0) return invalid_argument("prefill_first_ms must be >= 0, got ", c.prefill_first_ms);
   if (c.max_num_waiting < 1) return invalid_argument("max_num_waiting must be >= 1, got ", c.max_num_waiting);
+  if (c.compaction_bytes_per_step < 0)
+    return invalid_argument("compaction_bytes_per_step must be >= 0, got ", c.compaction_bytes_per_step);
   if (c.block_size < 1 || c.block_size > 1024) return invalid_argument("block_size must be in [1, 1024], got ", c.block_size);
   if (c.kv_cache_bytes < 0) return invalid_argument("kv_cache_memory must be positive, got ", c.kv_cache_bytes);
   if (!(c.kv_cache_fraction >= 0.0 && c.kv_cache_fraction <= 1.0))

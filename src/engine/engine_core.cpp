@@ -21,7 +21,9 @@ void EngineCore::step() {
   if (!state_.need_drain) {
     StepPlan& plan = executor_.next_plan();
     scheduler_.schedule(plan, overlapped);                       // 1, 2
-    if (!plan.scheduled.empty()) executor_.launch();             // 3
+    if (!plan.scheduled.empty() || !plan.block_moves.empty()) executor_.launch();  // 3
+  } else {
+    ++state_.metrics.num_drains;
   }
   StepPlan* ended = executor_.ended_pass(overlapped);            // 4
   if (!ended) return;

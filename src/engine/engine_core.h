@@ -6,8 +6,8 @@
 // overlap it first sleeps until shortly before the pass in flight should end,
 // wait_to_plan(), so that what arrives during a pass joins the next one):
 //   1. Admit waiting sequences in priority order while a slot is free and
-//      the KV pool admits them (Scheduler; compaction only with no pass
-//      in flight).
+//      the KV pool admits them (Scheduler). A fragmented pool is compacted
+//      a bounded slice a step; the slice's KV copies run before the pass.
 //   2. Plan the next pass into a StepPlan: every decoding sequence's one
 //      token, then prefill chunks with the budget left (Scheduler). With a
 //      pass still in flight, plan as if it had ended: its rows feed ours.

@@ -26,6 +26,9 @@ void EngineMetrics::fill(EngineStats& s) const {
   std::copy(std::begin(num_finished_by_reason), std::end(num_finished_by_reason), s.num_finished_by_reason);
   s.num_preemptions = num_preemptions;
   s.num_overlapped_passes = num_overlapped_passes;
+  s.num_drains = num_drains;
+  s.compaction_copy_ns_total = compaction_copy_ns_total;
+  s.compaction_copy_ns_max = compaction_copy_ns_max;
   s.num_prompt_passes = num_prompt_passes;
   s.prompt_tokens_total = prompt_tokens_total;
   s.generation_tokens_total = generation_tokens_total;

@@ -45,6 +45,8 @@ struct EngineMetrics {
   Histogram prompt_tokens, generation_tokens;
   int64_t num_preemptions = 0;
   int64_t num_overlapped_passes = 0;     // passes queued while another ran
+  int64_t num_drains = 0;                // steps that waited for the pass in flight
+  int64_t compaction_copy_ns_total = 0, compaction_copy_ns_max = 0;
   int64_t num_prompt_passes = 0;         // prefill first: passes of prompts alone while others decode
   int64_t num_finished_by_reason[4] = {};  // by FinishReason
   int64_t prompt_tokens_total = 0, generation_tokens_total = 0;

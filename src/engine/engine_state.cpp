@@ -30,8 +30,9 @@ EngineState::EngineState(const EngineConfig& config_in, const KvCache& cache, in
   releasing_.reserve(max_seqs);
   const int64_t blocks_per_seq = (int64_t{max_seq_len} + cache.block_size() - 1) / cache.block_size();
   const size_t table_capacity = static_cast<size_t>(std::min<int64_t>(blocks_per_seq, cache.num_blocks()));
-  spare_tables_.resize(max_seqs);
+  spare_tables_.resize(2 * max_seqs);
   for (std::vector<int32_t>& table : spare_tables_) table.reserve(table_capacity);
+  retired_tables_.reserve(max_seqs);
   if (cache.num_window_slots() > 0) {
     window = std::make_unique<WindowSlots>(cache.num_window_slots(), cache.num_blocks(), cache.block_size(),
                                            sliding_window);
@@ -62,6 +63,25 @@ void EngineState::take_back_tables(Sequence* seq) {
   if (!window) return;
   spare_window_tables_.push_back(std::move(seq->window.slots));
   seq->window.slots = {};
+}
+
+void EngineState::renew_table(Sequence* seq) {
+  if (!in_flight(seq) || seq->table_renewed_for == seq->plan_id) return;
+  if (retired_until_ <= committed_plan) {  // the tables retired for an older pass are free again
+    for (std::vector<int32_t>& table : retired_tables_) {
+      table.clear();
+      spare_tables_.push_back(std::move(table));
+    }
+    retired_tables_.clear();
+  }
+  retired_until_ = std::max(retired_until_, seq->plan_id);
+  CHECK(!spare_tables_.empty()) << "no spare block table to renew";
+  std::vector<int32_t> fresh = std::move(spare_tables_.back());
+  spare_tables_.pop_back();
+  fresh.assign(seq->blocks.table.begin(), seq->blocks.table.end());
+  retired_tables_.push_back(std::move(seq->blocks.table));
+  seq->blocks.table = std::move(fresh);
+  seq->table_renewed_for = seq->plan_id;
 }
 
 void EngineState::finish(Sequence* seq, FinishReason reason, const char* detail, Clock::time_point now) {

@@ -36,6 +36,10 @@ class EngineState {
   // runs; take_back_tables() wants its blocks released first.
   void lend_tables(Sequence* seq);
   void take_back_tables(Sequence* seq);
+  // Compaction is about to rewrite seq's block table. If a pass in flight
+  // reads it, swaps in a copy from the spares (once per pass); the old table
+  // rejoins them once that pass is postprocessed.
+  void renew_table(Sequence* seq);
   // A pass submitted after the last one postprocessed holds seq (overlap).
   bool in_flight(const Sequence* seq) const { return seq->plan_id > committed_plan; }
   // Signs the rest of a sequence's completed blocks before it gives them up:
@@ -77,8 +81,8 @@ class EngineState {
   // prefill chunk that stops one token short of the prompt's end), and by
   // queueing a pass on the runner: only steps with no pass running keep rows.
   bool rows_kept = false;
-  // Overlap: planning waits until no pass runs (compaction would move blocks
-  // a pass reads, or a preemption victim is in the running pass).
+  // Overlap: planning waits until no pass runs (a preemption victim is in
+  // the running pass).
   bool need_drain = false;
   bool have_last_forward = false;        // the last pass ended with work left (a gap follows)
   Clock::time_point last_forward_end;
@@ -88,9 +92,13 @@ class EngineState {
  private:
   // Block tables not in use, each with room for a max_seq_len sequence. A
   // sequence holds one exactly while it runs (admission to finish or
-  // preemption), so max_num_seqs of them are enough and admission and paged
-  // growth never reallocate a table.
-  std::vector<std::vector<int32_t>> spare_tables_;         // [max_num_seqs]
+  // preemption), and a pass in flight may still read one table of each
+  // sequence it holds that compaction renewed (retired_tables_), so
+  // 2 x max_num_seqs of them are enough and admission, paged growth and
+  // compaction never reallocate a table.
+  std::vector<std::vector<int32_t>> spare_tables_;         // [2 * max_num_seqs]
+  std::vector<std::vector<int32_t>> retired_tables_;       // [max_num_seqs]
+  uint64_t retired_until_ = 0;           // the pass that reads retired_tables_
   std::vector<std::vector<int32_t>> spare_window_tables_;  // the same, for window slots
   std::vector<SeqBlocks*> releasing_;    // [max_num_seqs] reap_finished(): the finished sequences' blocks
   bool any_finished_ = false;            // since the last reap_finished()

@@ -13,8 +13,8 @@ Executor::Executor(EngineState& state, LlamaModel& model, KvCache& cache)
     : state_(state),
       model_(model),
       cache_(cache),
-      plans_{StepPlan(state.config.max_num_batched_tokens, state.config.max_num_seqs),
-             StepPlan(state.config.max_num_batched_tokens, state.config.max_num_seqs)} {
+      plans_{StepPlan(state.config.max_num_batched_tokens, state.config.max_num_seqs, cache.num_blocks()),
+             StepPlan(state.config.max_num_batched_tokens, state.config.max_num_seqs, cache.num_blocks())} {
   logits_.resize(static_cast<size_t>(state.config.max_num_seqs) * static_cast<size_t>(model.config().vocab_size));
   if (state.config.overlap_scheduling && state.config.device.kind == Device::Kind::kCpu)
     runner_ = std::make_unique<ForwardRunner>(model, cache);
@@ -26,6 +26,7 @@ void Executor::prepare_job(StepPlan& plan) {
   job.batch = ForwardBatch{plan.tokens, plan.chunks, plan.rows};
   job.tokens = plan.tokens;
   job.feeds = plan.feeds;
+  job.block_moves = plan.block_moves;
   job.logits = logits_.data();
   job.next_tokens = plan.next_tokens.data();
   job.sampled = plan.sampled;
@@ -82,7 +83,8 @@ StepPlan* Executor::ended_pass(bool pass_was_running) {
   CHECK(job == &plan_->job) << "the runner returned passes out of order";
   if (launched && inflight_->job.masks_by_engine) fill_masks(*inflight_);
   const double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(job->end - job->start).count());
-  ns_per_token_[num_timed_++ % ns_per_token_.size()] = static_cast<float>(ns / static_cast<double>(plan_->tokens.size()));
+  if (!plan_->tokens.empty())  // else it only copied KV (compaction)
+    ns_per_token_[num_timed_++ % ns_per_token_.size()] = static_cast<float>(ns / static_cast<double>(plan_->tokens.size()));
   last_end_ = job->end;
   return plan_;
 }

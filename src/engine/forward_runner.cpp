@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 #include "core/check.h"
 #include "engine/inbox.h"
@@ -149,6 +150,15 @@ void wait_for_masks(ForwardJob& job) {
 
 void run_forward_job(LlamaModel& model, KvCache& cache, ForwardJob& job) {
   job.start = Clock::now();
+  job.copy_ns = 0;
+  if (!job.block_moves.empty()) {
+    for (const BlockMove& move : job.block_moves) cache.copy_block(move.src, move.dst);
+    job.copy_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - job.start).count();
+  }
+  if (job.batch.tokens.empty()) {
+    job.end = Clock::now();
+    return;
+  }
   job.status = model.forward(job.batch, cache, job.logits, job.next_tokens, job.sampled.empty());
   if (job.masks_by_engine) wait_for_masks(job);
   if (job.status.ok() && !job.sampled.empty()) {

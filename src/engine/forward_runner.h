@@ -23,6 +23,7 @@
 #include <span>
 #include <thread>
 
+#include "engine/kv_pool.h"
 #include "engine/sampler.h"
 #include "engine/sequence.h"
 #include "model/llama.h"
@@ -57,6 +58,9 @@ struct ForwardJob {
   ForwardBatch batch;
   std::span<int32_t> tokens;            // batch.tokens, writable for the feeds
   std::span<const FeedRow> feeds;
+  // KV blocks to copy (compaction), in order, before the forward call. The
+  // batch may be empty: then the job only copies.
+  std::span<const BlockMove> block_moves;
   float* logits = nullptr;              // [logit_rows, vocab_size]
   // [logit_rows] each row's next token: the argmax, replaced by the draw for sampled rows.
   int32_t* next_tokens = nullptr;
@@ -73,7 +77,8 @@ struct ForwardJob {
   TokenLogprob* top = nullptr;          // [logit_rows, kMaxTopLogprobs]
   // Filled by whoever runs it (run_forward_job()).
   Status status;
-  Clock::time_point start, end;         // the forward pass and its sampling
+  Clock::time_point start, end;         // the block copies, the forward pass and its sampling
+  int64_t copy_ns = 0;                  // the block copies
 };
 
 // Runs one job on the calling thread: the forward pass, then its sampled

@@ -18,8 +18,12 @@ Postprocess::Postprocess(EngineState& state, int32_t block_size, std::vector<int
 void Postprocess::finish_pass(StepPlan& plan, bool pass_running) {
   plan_ = &plan;
   const ForwardJob& job = plan.job;
-  state_.metrics.record_pass(state_.have_last_forward, nanos_between(state_.last_forward_end, job.start),
-                             plan.scheduled.size(), plan.tokens.size());
+  EngineMetrics& metrics = state_.metrics;
+  if (!plan.tokens.empty())  // else the pass only copied KV (compaction)
+    metrics.record_pass(state_.have_last_forward, nanos_between(state_.last_forward_end, job.start),
+                        plan.scheduled.size(), plan.tokens.size());
+  metrics.compaction_copy_ns_total += job.copy_ns;
+  metrics.compaction_copy_ns_max = std::max(metrics.compaction_copy_ns_max, job.copy_ns);
   if (!job.status.ok()) {
     for (const Scheduled& s : plan.scheduled)
       if (s.seq->state == SeqState::kRunning) state_.finish(s.seq, FinishReason::kError, job.status.message().c_str(), job.end);

@@ -8,12 +8,15 @@ namespace zl {
 
 Scheduler::Scheduler(EngineState& state, KvCache& cache) : state_(state), cache_(cache) {
   live_scratch_.reserve(static_cast<size_t>(state.config.max_num_seqs));
-  moves_.reserve(static_cast<size_t>(cache.num_blocks()));
+  const int64_t bytes = state.config.compaction_bytes_per_step;
+  if (bytes > 0)
+    max_moves_per_step_ = static_cast<int32_t>(std::clamp<int64_t>(bytes / cache.bytes_per_block(), 1, cache.num_blocks()));
 }
 
 void Scheduler::schedule(StepPlan& plan, bool pass_running) {
   plan_ = &plan;
-  admit_waiting(/*may_compact=*/!pass_running);
+  plan.block_moves.clear();
+  admit_waiting();
   if (plan_prompts_alone()) return;
   decodes_waiting_since_ = Clock::time_point();  // every decoder has a row below (budget allowing)
   const int32_t budget = state_.config.max_num_batched_tokens;
@@ -76,7 +79,7 @@ bool Scheduler::decodes_next(const Sequence* seq) const {
   return seq->num_pending() - (in_flight ? seq->plan_tokens : 0) == 1;
 }
 
-void Scheduler::admit_waiting(bool may_compact) {
+void Scheduler::admit_waiting() {
   ++state_.admit_round;
   auto& waiting = state_.waiting;
   while (!waiting.empty() && static_cast<int32_t>(state_.running.size()) < state_.config.max_num_seqs) {
@@ -86,10 +89,7 @@ void Scheduler::admit_waiting(bool may_compact) {
     const bool slots = state_.window_admits(seq);
     auto admit = [&] { return state_.pool.admit(seq->tokens, seq->max_total_tokens, seq->salt, &seq->blocks, state_.window.get()); };
     AdmitOutcome outcome = slots ? admit() : AdmitOutcome::kWait;
-    if (slots && outcome == AdmitOutcome::kWait && !may_compact && state_.pool.compaction_may_help(seq->max_total_tokens))
-      state_.need_drain = true;
-    else if (slots && outcome == AdmitOutcome::kWait && compact_for(seq->max_total_tokens))
-      outcome = admit();
+    if (slots && outcome == AdmitOutcome::kWait && compact_for(seq->max_total_tokens)) outcome = admit();
     if (outcome != AdmitOutcome::kAdmitted) state_.take_back_tables(seq);
     if (outcome == AdmitOutcome::kWait) break;
     Clock::time_point now = Clock::now();
@@ -118,20 +118,27 @@ void Scheduler::admit_waiting(bool may_compact) {
 }
 
 // When a contiguous extent does not fit although enough blocks are free or
-// cached, the free space is scattered: slide the running extents together
-// and copy their KV. Returns whether anything moved.
+// cached, the free space is scattered: slide the running extents together,
+// one slice a step of at most max_moves_per_step_ blocks (beyond it, the
+// rest of one extent), whose KV copies the pass runs first. A pass in flight
+// still reads the old block ids: the tables it reads are renewed, not
+// rewritten, and every block it touches stays where it is until it ends
+// (moves only go onto blocks no sequence holds). Returns whether the slice
+// moved anything (the extent may fit now).
 bool Scheduler::compact_for(int32_t max_total_tokens) {
   if (!state_.pool.compaction_may_help(max_total_tokens)) return false;
+  std::vector<BlockMove>& moves = plan_->block_moves;
+  if (!moves.empty()) return false;  // this step's slice is spent
   live_scratch_.clear();
   for (auto& seq : state_.running) live_scratch_.push_back(&seq->blocks);
   const int32_t needed = (max_total_tokens + cache_.block_size() - 1) / cache_.block_size();
-  state_.pool.compact(live_scratch_, needed, &moves_);
-  for (const BlockMove& move : moves_) {
-    cache_.copy_block(move.src, move.dst);
-    if (state_.window) state_.window->move_block(move.src, move.dst);
-  }
-  if (!moves_.empty()) state_.rows_kept = false;  // the kept rows' block tables changed
-  return !moves_.empty();
+  state_.pool.compact(live_scratch_, needed, &moves, max_moves_per_step_,
+                      [this](size_t i) { state_.renew_table(state_.running[i].get()); });
+  if (moves.empty()) return false;
+  if (state_.window)
+    for (const BlockMove& move : moves) state_.window->move_block(move.src, move.dst);
+  state_.rows_kept = false;  // the kept rows' block tables changed
+  return true;
 }
 
 bool Scheduler::reserve(Sequence* seq, int32_t num_tokens) {

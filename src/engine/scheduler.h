@@ -30,10 +30,9 @@
 // With a pass still running (overlap) the plan is made as if it had ended:
 // each sequence counts the tokens it has in that pass, and a row there
 // becomes a decode here whose token the runner copies from that pass's
-// result (a FeedRow). No KV block may move or be freed under it, so an
-// admission that needs compaction, or a preemption whose victim is in that
-// pass, sets EngineState::need_drain and waits for a step with no pass
-// running.
+// result (a FeedRow). No KV block may be freed under it, so a preemption
+// whose victim is in that pass sets EngineState::need_drain and waits for a
+// step with no pass running. Compaction goes on beside it (compact_for()).
 #pragma once
 
 #include <cstdint>
@@ -52,7 +51,7 @@ inline constexpr size_t kPrefillFirstTokens = 128;
 
 class Scheduler {
  public:
-  // cache: compaction copies blocks in it.
+  // cache: its block size and bytes (compaction slices).
   Scheduler(EngineState& state, KvCache& cache);
 
   // Admits what fits, then fills `plan` (empty: nothing to compute).
@@ -60,7 +59,7 @@ class Scheduler {
   void schedule(StepPlan& plan, bool pass_running);
 
  private:
-  void admit_waiting(bool may_compact);
+  void admit_waiting();
   bool compact_for(int32_t max_total_tokens);
   bool plan_prompts_alone();
   // Whether seq's next token, in a plan made now, is a decode.
@@ -81,7 +80,7 @@ class Scheduler {
   KvCache& cache_;
   StepPlan* plan_ = nullptr;             // during schedule()
   std::vector<SeqBlocks*> live_scratch_; // [max_num_seqs] compaction: the running sequences' blocks
-  std::vector<BlockMove> moves_;         // [num_blocks] compaction: block copies to apply
+  int32_t max_moves_per_step_ = 0;       // a compaction slice's blocks (0: unbounded)
   // Prefill first: since when decoders have sat out (zero: they have not).
   Clock::time_point decodes_waiting_since_;
 };

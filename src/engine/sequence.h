@@ -84,6 +84,7 @@ struct alignas(64) Sequence {
   uint64_t plan_id = 0;
   int32_t plan_tokens = 0;
   int32_t plan_row = -1;
+  uint64_t table_renewed_for = 0;     // the pass whose reads renew_table() last kept
   Clock::time_point first_token_at;
   Clock::time_point prefilled_at;
   Request request;

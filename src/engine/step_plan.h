@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/forward_runner.h"
+#include "engine/kv_pool.h"
 #include "engine/sequence.h"
 #include "model/llama.h"
 
@@ -22,8 +23,9 @@ struct Scheduled {
 };
 
 struct StepPlan {
-  StepPlan(int32_t max_num_batched_tokens, int32_t max_num_seqs) {
+  StepPlan(int32_t max_num_batched_tokens, int32_t max_num_seqs, int32_t num_blocks) {
     const size_t max_seqs = static_cast<size_t>(max_num_seqs);
+    block_moves.reserve(static_cast<size_t>(num_blocks));
     tokens.reserve(static_cast<size_t>(max_num_batched_tokens));
     chunks.reserve(max_seqs);
     rows.reserve(max_seqs);
@@ -57,6 +59,10 @@ struct StepPlan {
   std::vector<RowSample> samples;      // [max_num_seqs] their logprobs...
   std::vector<TokenLogprob> top;       // [max_num_seqs, kMaxTopLogprobs] ...and top logprobs
   std::vector<FeedRow> feeds;          // [max_num_seqs] tokens the runner copies in
+  // [num_blocks] a compaction slice's KV copies, run in order before the
+  // forward call (after the pass before has written its KV). Not part of
+  // the batch: clear() leaves them, the scheduler empties them each step.
+  std::vector<BlockMove> block_moves;
   // Rows [0, num_decode_rows) are decodes: scheduled[row] is row_seqs[row]'s
   // one token; prefill chunks follow them.
   size_t num_decode_rows = 0;

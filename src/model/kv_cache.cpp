@@ -1,5 +1,6 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -68,6 +69,11 @@ std::unique_ptr<KvCache> KvCache::create_external(const ModelConfig& config, int
   cache->lay_out(config, num_blocks, block_size, 0, KvCacheDtype::kBF16);
   cache->external_copy_ = std::move(copy_block);
   return cache;
+}
+
+int64_t KvCache::bytes_per_block() const {
+  const int64_t num_layers = std::count(windowed_.begin(), windowed_.end(), 0);
+  return 2 * num_layers * block_layout_.block_bytes();
 }
 
 void KvCache::copy_block(int32_t src, int32_t dst) {

@@ -67,6 +67,8 @@ class KvCache {
   // Copies one block's keys and values, in every layer that uses the block
   // table (KV compaction).
   void copy_block(int32_t src, int32_t dst);
+  // The bytes copy_block() copies.
+  int64_t bytes_per_block() const;
 
  private:
   KvCache() = default;

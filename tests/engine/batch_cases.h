@@ -38,7 +38,8 @@ inline std::vector<Case> make_cases(int n, int32_t vocab, int max_prompt, uint32
 }
 
 inline std::unique_ptr<Engine> make_engine(const std::string& model, CachePolicy policy, int max_num_seqs, int budget,
-                                           int64_t kv_bytes = 16 << 20, Device device = {}, bool overlap = true) {
+                                           int64_t kv_bytes = 16 << 20, Device device = {}, bool overlap = true,
+                                           int64_t compaction_bytes_per_step = EngineConfig{}.compaction_bytes_per_step) {
   EngineConfig config;
   config.model = model;
   config.device = device;
@@ -50,6 +51,7 @@ inline std::unique_ptr<Engine> make_engine(const std::string& model, CachePolicy
   config.kv_cache_bytes = kv_bytes;
   config.block_size = 8;
   config.overlap_scheduling = overlap;
+  config.compaction_bytes_per_step = compaction_bytes_per_step;
   auto engine = Engine::create(config);
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
   return engine.ok() ? std::move(*engine) : nullptr;

@@ -58,26 +58,46 @@ INSTANTIATE_TEST_SUITE_P(
     test::model_policy_name);
 
 // A contiguous pool too small for its load fragments; compaction slides the
-// running extents together (copying their KV) and nothing changes in the output.
-TEST(CompactionTest, TightContiguousPoolCompactsWithoutChangingOutputs) {
+// running extents together (copying their KV) and nothing changes in the
+// output. Under overlap the passes never wait for it: each step copies a
+// slice (here at most one block, or the rest of one extent, or all at once
+// with 0), before its pass, while the pass before may still run.
+class CompactionTest : public ::testing::TestWithParam<std::tuple<bool, int64_t>> {};
+
+TEST_P(CompactionTest, TightContiguousPoolCompactsWithoutChangingOutputs) {
+  const auto [overlap, slice_bytes] = GetParam();
   std::vector<Case> cases = make_cases(48, 512, 80, 99);
   auto alone_engine = make_engine("dummy:tiny", CachePolicy::kContiguous, 1, 32);
   ASSERT_NE(alone_engine, nullptr);
   std::vector<std::vector<int32_t>> alone;
   for (size_t i = 0; i < cases.size(); ++i) alone.push_back(run_all(*alone_engine, cases, i, 1)[0]);
   alone_engine.reset();
-  // dummy:tiny holds 2 KiB of KV per token: 400 tokens, 50 blocks of 8.
-  auto tight = make_engine("dummy:tiny", CachePolicy::kContiguous, 16, 48, 400 * 2048);
+  // dummy:tiny holds 1 KiB of KV per token (f16): 800 tokens, 100 blocks of 8.
+  auto tight = make_engine("dummy:tiny", CachePolicy::kContiguous, 16, 48, 800 * 1024, {}, overlap, slice_bytes);
   ASSERT_NE(tight, nullptr);
   std::vector<std::vector<int32_t>> together = run_all(*tight, cases, 0, cases.size());
   for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(together[i], alone[i]) << "request " << i;
   EngineStats stats = tight->stats();
   EXPECT_GT(stats.kv.num_compactions, 0);
   EXPECT_EQ(stats.num_preemptions, 0);
+  EXPECT_EQ(stats.num_drains, 0) << "no pass waited for compaction";
+  EXPECT_GT(stats.compaction_copy_ns_total, 0) << "the passes copied the moved blocks";
+  if (overlap) EXPECT_GT(stats.num_overlapped_passes, 0);
+  // A one-block slice goes past its bound by the rest of one extent at most
+  // (80 + 40 tokens: 15 blocks).
+  if (slice_bytes > 0) EXPECT_LE(stats.kv.max_block_moves, 1 + 15);
   EXPECT_EQ(stats.kv.num_used_blocks, 0);
   RecordProperty("compactions", static_cast<int>(stats.kv.num_compactions));
   RecordProperty("block_moves", static_cast<int>(stats.kv.num_block_moves));
+  RecordProperty("max_block_moves", stats.kv.max_block_moves);
 }
+
+INSTANTIATE_TEST_SUITE_P(OverlapAndSlice, CompactionTest,
+                         ::testing::Combine(::testing::Bool(), ::testing::Values(int64_t{0}, int64_t{8 * 1024})),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "Overlap" : "Sync") +
+                                  (std::get<1>(info.param) > 0 ? "OneBlockSlices" : "WholeCompactions");
+                         });
 
 using Sinks = std::vector<std::shared_ptr<test::CollectingSink>>;
 

@@ -4,7 +4,9 @@
 // thread, checking the pool's invariants after every operation. At the end
 // every block is free or cached, no refcount is held, and every accepted
 // request got exactly one terminal event. Under contiguous no request is
-// preempted or fails after admission. Half the requests sample. Each policy
+// preempted or fails after admission, and compaction goes a block (or the
+// rest of an extent) a step, so its slices interleave with all the rest,
+// passes in flight included. Half the requests sample. Each policy
 // runs twice: with overlap scheduling (aborts then also land while a pass
 // runs and another is planned past it; under paged and hybrid a decode that
 // finds no block waits for the running pass before anyone is preempted) and
@@ -43,6 +45,7 @@ TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
   config.overlap_scheduling = std::get<1>(GetParam());
   // Steps take microseconds here: 1 ms lets decoders wait many passes.
   config.prefill_first_ms = std::get<2>(GetParam()) ? 1 : 0;
+  config.compaction_bytes_per_step = 1;  // one block a slice
   test::TinyModel tiny(config.max_num_batched_tokens, 24, 8);  // 192 tokens: constant pressure
   EngineCore core(config, tiny.model, *tiny.cache, {257});
   const Tokenizer& tokenizer = *tiny.source.tokenizer;
@@ -106,11 +109,15 @@ TEST_P(EngineCoreRandomTest, TenThousandOperationsLoseNothing) {
   EXPECT_EQ(stats.num_prompt_passes > 0, config.prefill_first_ms > 0);
   if (policy == CachePolicy::kContiguous) {
     EXPECT_EQ(stats.num_preemptions, 0);
+    EXPECT_GT(stats.kv.num_compactions, 0);
+    EXPECT_EQ(stats.num_drains, 0) << "nothing waits for a pass under contiguous";
   } else if (policy == CachePolicy::kPaged) {
     EXPECT_GT(stats.num_preemptions, 0) << "the pool was meant to force preemption";
   }
   RecordProperty("requests", static_cast<int>(sinks.size()));
   RecordProperty("preemptions", static_cast<int>(stats.num_preemptions));
+  RecordProperty("compactions", static_cast<int>(stats.kv.num_compactions));
+  RecordProperty("max_block_moves", stats.kv.max_block_moves);
 }
 
 std::string param_name(const ::testing::TestParamInfo<std::tuple<CachePolicy, bool, bool>>& info) {

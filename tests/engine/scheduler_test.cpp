@@ -32,7 +32,7 @@ class SchedulerTest : public ::testing::Test {
         state_(config_, *tiny_.cache, tiny_.source.config.max_seq_len, 0, stage_),
         scheduler_(state_, *tiny_.cache),
         postprocess_(state_, tiny_.cache->block_size(), {}),
-        plan_(config_.max_num_batched_tokens, config_.max_num_seqs) {}
+        plan_(config_.max_num_batched_tokens, config_.max_num_seqs, tiny_.cache->num_blocks()) {}
   SchedulerTest() : SchedulerTest(make_config()) {}
 
   static EngineConfig make_config() {
@@ -127,6 +127,40 @@ TEST_F(SchedulerTest, AdmissionStopsAtTheFirstRequestThatDoesNotFit) {
   EXPECT_EQ(state_.running.size(), 1u);
   EXPECT_EQ(state_.waiting.size(), 2u);
   EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{16}));
+}
+
+// A pass in flight reads the block tables it was planned with: compaction
+// moves blocks beside it by giving the sequences it holds new tables and
+// leaving the KV copies to the next pass, instead of waiting for it.
+TEST_F(SchedulerTest, CompactionBesideAPassRenewsTheTablesItReads) {
+  // Four 56-token prompts (+ 8 new tokens): 8 blocks each, the whole pool.
+  Sequence* a = add(1, 56);
+  Sequence* b = add(2, 56);
+  Sequence* c = add(3, 56);
+  Sequence* d = add(4, 56);
+  scheduler_.schedule(plan_, false);
+  ASSERT_EQ(state_.running.size(), 4u);
+  run_pass();
+  ASSERT_EQ(b->blocks.table.front(), 8);
+  for (Sequence* gone : {a, c}) state_.finish(gone, FinishReason::kAborted, "test", Clock::now());
+  state_.reap_finished();  // free: [0, 8) and [16, 24), around b
+  Sequence* e = add(5, 120);  // 16 blocks
+  // b and d are in a pass still running.
+  b->plan_id = d->plan_id = state_.committed_plan + 1;
+  const int32_t* b_read = b->blocks.table.data();
+  const int32_t* d_read = d->blocks.table.data();
+  scheduler_.schedule(plan_, /*pass_running=*/true);
+  ASSERT_EQ(e->state, SeqState::kRunning) << "admitted without waiting for the pass";
+  ASSERT_EQ(plan_.block_moves.size(), 8u);
+  EXPECT_EQ(plan_.block_moves.front().src, 8);
+  EXPECT_EQ(plan_.block_moves.front().dst, 0);
+  EXPECT_EQ(b->blocks.table, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_NE(b->blocks.table.data(), b_read);
+  EXPECT_EQ(std::vector<int32_t>(b_read, b_read + 8), (std::vector<int32_t>{8, 9, 10, 11, 12, 13, 14, 15}))
+      << "the running pass's view of b";
+  EXPECT_EQ(d->blocks.table.data(), d_read) << "d did not move";
+  EXPECT_EQ(e->blocks.table.front(), 8);
+  for (const SeqChunk& chunk : plan_.chunks) EXPECT_NE(chunk.block_table.data(), b_read);
 }
 
 // Prefill first, with a budget that would take every prompt at once.
