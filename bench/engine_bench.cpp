@@ -17,6 +17,13 @@
 // penalties, a seed each); the rest are greedy. --constrained F puts that
 // share under a JSON schema (structured output): their masks are computed
 // with the pass's sampling.
+// --kv-cache-memory B sizes the KV pool (default 1 GiB): a pool too small for
+// --arrival closed's spread lengths fragments, and compaction copies KV in
+// slices of --compaction-bytes-per-step (0: each at once); each line gives
+// the compactions, blocks moved and steps that waited for a pass in flight
+// (summed over the runs), the most blocks one step moved, the longest copy
+// before one pass (what a step's slice costs the running requests) and the
+// inter-token time's P99 and max.
 // The gap's tail on a shared machine is mostly other processes taking the
 // engine thread's core: each line also gives the involuntary context switches
 // of all the engine's threads per second of the run and the 1-minute load
@@ -26,6 +33,7 @@
 //   build/bench/engine_bench --mode gap --sampled 0.5 --seqs 256 --cache-policy paged
 //   build/bench/engine_bench --mode throughput --model dummy:llama-110m --seqs 1,8,32,64
 //   build/bench/engine_bench --mode throughput --seqs 64 --constrained 0.5
+//   build/bench/engine_bench --mode throughput --arrival closed --seqs 32 --kv-cache-memory 64000000 --compaction-bytes-per-step 0
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
 
@@ -72,6 +80,8 @@ class CountingSink : public EventSink {
 // steady load of num_seqs concurrent clients.
 struct Workload {
   bool closed = false;
+  int64_t kv_cache_bytes = int64_t{1} << 30;
+  int64_t compaction_bytes_per_step = EngineConfig{}.compaction_bytes_per_step;
   int num_seqs = 1;
   int max_new = 200;
   int rounds = 4;
@@ -141,7 +151,8 @@ StatusOr<RunResult> run_once(const std::string& model, const WeightFormat& forma
   config.max_num_batched_tokens = std::max(512, load.num_seqs);
   config.cache_policy = policy;
   config.overlap_scheduling = overlap;
-  config.kv_cache_bytes = int64_t{1} << 30;
+  config.kv_cache_bytes = load.kv_cache_bytes;
+  config.compaction_bytes_per_step = load.compaction_bytes_per_step;
   config.kv_events_endpoint = kv_events;
   // Declared before the engine so that it outlives the engine thread's writes.
   std::vector<uint64_t> region(stats_region ? ZL_STATS_REGION_BYTES / sizeof(uint64_t) : 0);
@@ -194,6 +205,8 @@ int main(int argc, char** argv) {
   std::vector<int> seqs;
   std::string arrival = "burst";
   int runs = 3, max_new = 200, threads = 0, rounds = 4;
+  zl::Workload defaults;
+  int64_t kv_cache_bytes = defaults.kv_cache_bytes, compaction_bytes = defaults.compaction_bytes_per_step;
   double sampled = 0.0, constrained = 0.0;
   app.add_option("--mode", mode, "gap or throughput")->check(CLI::IsMember({"gap", "throughput"}));
   app.add_option("--model", model, "Model (default: dummy:tiny for gap, dummy:llama-110m for throughput)");
@@ -217,6 +230,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--cache-policy", policy_name, "contiguous, paged or hybrid")->capture_default_str();
+  app.add_option("--kv-cache-memory", kv_cache_bytes, "KV pool bytes")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--compaction-bytes-per-step", compaction_bytes,
+                 "KV bytes compaction copies a step at most (0: each compaction at once)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   bool stats_region = false;
   std::string overlap = "on";
   app.add_option("--overlap", overlap, "Overlap scheduling (EngineConfig::overlap_scheduling; CPU)")
@@ -242,9 +260,11 @@ int main(int argc, char** argv) {
   }
   setenv("ZEROLAYER_LOG_LEVEL", "warn", 0);
   for (int n : seqs) {
-    std::vector<double> p50, p99, max, tps, batch, switches;
+    std::vector<double> p50, p99, max, tps, batch, switches, itl_p99, itl_max, copy_max;
+    int64_t compactions = 0, block_moves = 0, drains = 0;
+    int32_t max_block_moves = 0;
     for (int r = 0; r < runs; ++r) {
-      const zl::Workload load{arrival == "closed", n, max_new, rounds, sampled, constrained};
+      const zl::Workload load{arrival == "closed", kv_cache_bytes, compaction_bytes, n, max_new, rounds, sampled, constrained};
       auto result = zl::run_once(model, format, load, threads, *policy, overlap == "on", stats_region, kv_events);
       if (!result.ok()) {
         std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
@@ -256,18 +276,34 @@ int main(int argc, char** argv) {
       tps.push_back(static_cast<double>(result->tokens) / result->seconds);
       batch.push_back(result->stats.batch_size_mean);
       switches.push_back(static_cast<double>(result->involuntary_switches) / result->seconds);
+      const zl::EngineStats& s = result->stats;
+      itl_p99.push_back(static_cast<double>(s.inter_token_ns.quantile(0.99)) / 1e6);
+      itl_max.push_back(static_cast<double>(s.inter_token_ns.max()) / 1e6);
+      compactions += s.kv.num_compactions;
+      block_moves += s.kv.num_block_moves;
+      drains += s.num_drains;
+      max_block_moves = std::max(max_block_moves, s.kv.max_block_moves);
+      copy_max.push_back(static_cast<double>(s.compaction_copy_ns_max) / 1e6);
     }
     std::printf(
         "{\"bench\":\"engine_%s\",\"arrival\":\"%s\",\"model\":\"%s\",\"dtype\":\"%s\",\"policy\":\"%s\",\"overlap\":\"%s\",\"sampled\":%.2f,\"constrained\":%.2f,"
         "\"stats_region\":%s,\"kv_events\":%s,\"seqs\":%d,\"runs\":%d,"
         "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
         "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
-        "\"mean_batch\":%.1f,\"involuntary_switches_per_s\":%.0f,\"load_1m\":%.2f}\n",
+        "\"mean_batch\":%.1f,\"involuntary_switches_per_s\":%.0f,\"load_1m\":%.2f,"
+        "\"kv_cache_bytes\":%lld,\"compaction_bytes_per_step\":%lld,\"compactions\":%lld,\"block_moves\":%lld,"
+        "\"max_block_moves\":%d,\"drains\":%lld,\"copy_max_ms\":{\"min\":%.2f,\"median\":%.2f},\"itl_p99_ms\":{\"min\":%.2f,\"median\":%.2f},"
+        "\"itl_max_ms\":{\"min\":%.2f,\"median\":%.2f}}\n",
         mode.c_str(), arrival.c_str(), model.c_str(), dtype.c_str(), policy_name.c_str(), overlap.c_str(), sampled, constrained,
         stats_region ? "true" : "false", kv_events.empty() ? "false" : "true", n, runs, *std::min_element(p50.begin(), p50.end()),
         zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
         *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),
-        zl::median(tps), zl::median(batch), zl::median(switches), zl::load_average_1m());
+        zl::median(tps), zl::median(batch), zl::median(switches), zl::load_average_1m(),
+        static_cast<long long>(kv_cache_bytes), static_cast<long long>(compaction_bytes), static_cast<long long>(compactions),
+        static_cast<long long>(block_moves), max_block_moves, static_cast<long long>(drains),
+        *std::min_element(copy_max.begin(), copy_max.end()), zl::median(copy_max),
+        *std::min_element(itl_p99.begin(), itl_p99.end()), zl::median(itl_p99),
+        *std::min_element(itl_max.begin(), itl_max.end()), zl::median(itl_max));
     std::fflush(stdout);
   }
   return 0;
