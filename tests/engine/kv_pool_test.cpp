@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <numeric>
 #include <vector>
 
@@ -55,6 +56,14 @@ class PoolHarness {
     EXPECT_EQ(pool_.admit(prompt, max_total, salt ? *salt : salt_, &seq), expected);
     check();
     return seq;
+  }
+  // Sequences i = 0, 1, ... with extents of blocks[i] blocks, placed one
+  // after the other from block 0 in an empty pool (4-token prompts).
+  std::vector<SeqBlocks*> admit_extents(std::initializer_list<int32_t> blocks) {
+    std::vector<SeqBlocks*> seqs;
+    for (int32_t n : blocks)
+      seqs.push_back(&admit(iota_tokens(4, 100 * static_cast<int32_t>(seqs.size())), n * kBlockSize));
+    return seqs;
   }
   // Commits the whole prompt (its KV is "computed").
   void commit(SeqBlocks& seq, const std::vector<int32_t>& tokens) {
@@ -435,13 +444,11 @@ TEST(KvPoolCompactionTest, SlidesExtentsTogetherSoALongRunFits) {
 
 TEST(KvPoolCompactionTest, TargetedCompactionCopiesOnlyTheShortestSegment) {
   PoolHarness h(CachePolicy::kContiguous, 16);
-  SeqBlocks& a = h.admit(iota_tokens(4, 0), 4 * kBlockSize);    // [0, 4)
-  SeqBlocks& b = h.admit(iota_tokens(4, 100), 2 * kBlockSize);  // [4, 6)
-  SeqBlocks& c = h.admit(iota_tokens(4, 200), 4 * kBlockSize);  // [6, 10)
-  SeqBlocks& d = h.admit(iota_tokens(4, 300), 2 * kBlockSize);  // [10, 12)
-  SeqBlocks& e = h.admit(iota_tokens(4, 400), 4 * kBlockSize);  // [12, 16)
-  h.release(b);
-  h.release(d);  // free: [4, 6) and [10, 12); only c lies between them
+  // [0, 4), [4, 6), [6, 10), [10, 12), [12, 16)
+  std::vector<SeqBlocks*> s = h.admit_extents({4, 2, 4, 2, 4});
+  SeqBlocks &a = *s[0], &c = *s[2], &e = *s[4];
+  h.release(*s[1]);
+  h.release(*s[3]);  // free: [4, 6) and [10, 12); only c lies between them
   h.admit(iota_tokens(4, 500), 4 * kBlockSize, AdmitOutcome::kWait);
   std::vector<BlockMove> moves = h.compact(4);
   ASSERT_EQ(moves.size(), 4u) << "only c's blocks move";
@@ -461,13 +468,10 @@ TEST(KvPoolCompactionTest, TargetedCompactionCopiesOnlyTheShortestSegment) {
 // max_moves blocks; the next goes on over the same stretch.
 TEST(KvPoolCompactionTest, SlicesStopAtExtentEndsAndResume) {
   PoolHarness h(CachePolicy::kContiguous, 16);
-  SeqBlocks& a = h.admit(iota_tokens(4, 0), 2 * kBlockSize);    // [0, 2)
-  SeqBlocks& b = h.admit(iota_tokens(4, 100), 2 * kBlockSize);  // [2, 4)
-  SeqBlocks& c = h.admit(iota_tokens(4, 200), 2 * kBlockSize);  // [4, 6)
-  SeqBlocks& d = h.admit(iota_tokens(4, 300), 2 * kBlockSize);  // [6, 8)
-  SeqBlocks& e = h.admit(iota_tokens(4, 400), 8 * kBlockSize);  // [8, 16)
-  h.release(a);
-  h.release(d);  // free: [0, 2) and [6, 8)
+  std::vector<SeqBlocks*> s = h.admit_extents({2, 2, 2, 2, 8});  // [0, 2), [2, 4), [4, 6), [6, 8), [8, 16)
+  SeqBlocks &b = *s[1], &c = *s[2], &e = *s[4];
+  h.release(*s[0]);
+  h.release(*s[3]);  // free: [0, 2) and [6, 8)
   h.admit(iota_tokens(4, 500), 4 * kBlockSize, AdmitOutcome::kWait);
   std::vector<const SeqBlocks*> rewritten;
   std::vector<BlockMove> moves = h.compact(4, /*max_moves=*/1, &rewritten);
