@@ -11,6 +11,7 @@
 // stored (see micro_kquant).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/block_codes_avx2.h"
@@ -40,7 +41,7 @@ ZL_AVX2 inline float hsum(__m256 v) {
 
 template <DType D, int R, int T>
 ZL_AVX2 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
-                         int64_t ldy) {
+                         int64_t ldy, ReadAhead* ahead) {
   const int64_t n = in.cols;
   const uint8_t* wr[R];
   const float* xr[T];
@@ -51,6 +52,7 @@ ZL_AVX2 void micro_float(const WeightMatrix& w, const MatmulInput& in, int64_t r
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + 8 <= n; k += 8) {
+    if (ahead != nullptr) ahead->step(R * 8 * static_cast<int64_t>(dtype_block_bytes(D)));
     __m256 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(xr[t] + k);
     for (int r = 0; r < R; ++r) {
@@ -79,7 +81,7 @@ constexpr float kSumPerLane = D == DType::kQ4_0 ? 1.0f : D == DType::kQ5_0 ? 2.0
 
 template <DType D, int R, int T>
 ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
-                         int64_t ldy) {
+                         int64_t ldy, ReadAhead* ahead) {
   const int64_t n = in.cols, num_blocks = n / 32;
   const __m256i ones = _mm256_set1_epi16(1);
   const uint8_t* wr[R];
@@ -88,6 +90,7 @@ ZL_AVX2 void micro_quant(const WeightMatrix& w, const MatmulInput& in, int64_t r
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < num_blocks; ++b) {
+    if (ahead != nullptr) ahead->step(R * kBlockBytes<D>);
     __m256i xv[T];
     __m256 dx[T], cx[T];
     for (int t = 0; t < T; ++t) {
@@ -208,7 +211,7 @@ ZL_AVX2 inline void kquant_super_block(const uint8_t* p, const MatmulInput& in, 
 // f32 rounding.
 template <DType D, int R, int T>
 ZL_AVX2 void micro_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
-                          int64_t ldy) {
+                          int64_t ldy, ReadAhead* ahead) {
   const int64_t n = in.cols, num_blocks = n / 32;
   // vpshufb control: words 2k (low lane) and 2k + 1 (high lane) everywhere, k = 0 here.
   const __m256i pair0 = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
@@ -219,6 +222,7 @@ ZL_AVX2 void micro_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t 
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   for (int64_t s = 0; s < n / 256; ++s) {
+    if (ahead != nullptr) ahead->step(R * kBlockBytes<D>);
     __m256i hs[R][2];
     float d[R];
     for (int r = 0; r < R; ++r) kquant_super_block<D, T>(wr[r] + s * kBlockBytes<D>, in, s, t0, acc[r], hs[r], &d[r]);
@@ -259,33 +263,57 @@ ZL_AVX2 void micro_kquant(const WeightMatrix& w, const MatmulInput& in, int64_t 
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]);
 }
 
+// ahead: nullptr, or the next group's read-ahead (tile()), stepped with the
+// bytes of the R rows read per block.
 template <DType D, int R, int T>
 ZL_AVX2 inline void micro(const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t t0, float* y,
-                          int64_t ldy) {
+                          int64_t ldy, ReadAhead* ahead) {
   if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8 || D == DType::kIQ4_NL || dtype_is_q5(D)) {
-    micro_quant<D, R, T>(w, in, r0, t0, y, ldy);
+    micro_quant<D, R, T>(w, in, r0, t0, y, ldy, ahead);
   } else if constexpr (dtype_has_super_blocks(D)) {
-    micro_kquant<D, R, T>(w, in, r0, t0, y, ldy);
+    micro_kquant<D, R, T>(w, in, r0, t0, y, ldy, ahead);
   } else {
-    micro_float<D, R, T>(w, in, r0, t0, y, ldy);
+    micro_float<D, R, T>(w, in, r0, t0, y, ldy, ahead);
   }
 }
 
 // Tiles of 4 rows x 2 tokens fit the 16 ymm registers (8 accumulators).
+constexpr int kAvx2TokenTile = 2;
+
 template <DType D, int T>
 ZL_AVX2 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                             int64_t t0, float* y, int64_t ldy) {
+                             int64_t t0, float* y, int64_t ldy, ReadAhead* ahead) {
   int64_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) micro<D, 4, T>(w, in, r, t0, y, ldy);
-  for (; r < row_end; ++r) micro<D, 1, T>(w, in, r, t0, y, ldy);
+  for (; r + 4 <= row_end; r += 4) micro<D, 4, T>(w, in, r, t0, y, ldy, ahead);
+  for (; r < row_end; ++r) micro<D, 1, T>(w, in, r, t0, y, ldy, ahead);
 }
+
+template <DType D>
+ZL_AVX2 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
+                         int64_t ldy, ReadAhead* ahead) {
+  int64_t t = 0;
+  for (; t + kAvx2TokenTile <= in.num_tokens; t += kAvx2TokenTile)
+    rows_for_tokens<D, kAvx2TokenTile>(w, in, row_begin, row_end, t, y, ldy, ahead);
+  if (t < in.num_tokens) rows_for_tokens<D, 1>(w, in, row_begin, row_end, t, y, ldy, ahead);
+}
+
+// Decode batches (group_first) run every token tile on a group of 16 rows
+// before the next, each weight read from memory once, while the next
+// group's rows are read ahead (ReadAhead, as the AVX-512 kernels do); prefill
+// runs each token tile over the whole row block. The same micro-kernels in
+// either order, so the same bits.
+constexpr int64_t kAvx2GroupRows = 16;
 
 template <DType D>
 ZL_AVX2 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                   int64_t ldy) {
-  int64_t t = 0;
-  for (; t + 2 <= in.num_tokens; t += 2) rows_for_tokens<D, 2>(w, in, row_begin, row_end, t, y, ldy);
-  if (t < in.num_tokens) rows_for_tokens<D, 1>(w, in, row_begin, row_end, t, y, ldy);
+  if (!group_first(in.num_tokens)) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+  const int64_t num_tiles = (in.num_tokens + kAvx2TokenTile - 1) / kAvx2TokenTile;
+  for (int64_t g = row_begin; g < row_end; g += kAvx2GroupRows) {
+    const int64_t g_end = std::min(g + kAvx2GroupRows, row_end);
+    ReadAhead ahead{w.row(g_end), 64 * num_tiles};
+    token_tiles<D>(w, in, g, g_end, y, ldy, &ahead);
+  }
 }
 
 }  // namespace
