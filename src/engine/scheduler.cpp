@@ -122,9 +122,10 @@ void Scheduler::admit_waiting() {
 // one slice a step of at most max_moves_per_step_ blocks (beyond it, the
 // rest of one extent), whose KV copies the pass runs first. A pass in flight
 // still reads the old block ids: the tables it reads are renewed, not
-// rewritten, and every block it touches stays where it is until it ends
-// (moves only go onto blocks no sequence holds). Returns whether the slice
-// moved anything (the extent may fit now).
+// rewritten, and the blocks it reads and writes keep their data until it
+// ends (moves only go onto blocks no sequence holds, and the copies run
+// after it). Returns whether the slice moved anything (the extent may fit
+// now).
 bool Scheduler::compact_for(int32_t max_total_tokens) {
   if (!state_.pool.compaction_may_help(max_total_tokens)) return false;
   std::vector<BlockMove>& moves = plan_->block_moves;
