@@ -308,10 +308,9 @@ template <DType D>
 ZL_AVX2 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                   int64_t ldy) {
   if (!group_first(in.num_tokens)) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
-  const int64_t num_tiles = (in.num_tokens + kAvx2TokenTile - 1) / kAvx2TokenTile;
   for (int64_t g = row_begin; g < row_end; g += kAvx2GroupRows) {
     const int64_t g_end = std::min(g + kAvx2GroupRows, row_end);
-    ReadAhead ahead{w.row(g_end), 64 * num_tiles};
+    ReadAhead ahead = ReadAhead::over_tiles(w.row(g_end), in.num_tokens, kAvx2TokenTile);
     token_tiles<D>(w, in, g, g_end, y, ldy, &ahead);
   }
 }

@@ -113,6 +113,9 @@ inline int64_t packed_kscale_bytes(DType d) {
   return d == DType::kQ6_K || d == DType::kQ3_K ? 288 : d == DType::kIQ4_XS ? 160 : 320;
 }
 
+// Tokens per register tile of the AVX-512 kernels.
+constexpr int kTokenTile = 4;
+
 // Decode batches (a few token tiles) run every token tile on a group of
 // rows before the next group, so that each weight comes from memory once;
 // but then the stream would pause while the tiles after the first compute,
@@ -127,17 +130,14 @@ struct ReadAhead {
   const uint8_t* at = nullptr;  // the next line to read ahead
   int64_t line_cost = 64;
   int64_t credit = 0;           // bytes read since the last line, < line_cost
-  // From `at` on, over the token tiles of num_tokens.
-  static ReadAhead over_tiles(const uint8_t* at, int64_t num_tokens);
+  // From `at` on, over the tiles of tile_tokens tokens that num_tokens make.
+  static ReadAhead over_tiles(const uint8_t* at, int64_t num_tokens, int tile_tokens = kTokenTile) {
+    return ReadAhead{at, 64 * ((num_tokens + tile_tokens - 1) / tile_tokens)};
+  }
   void step(int64_t bytes_read) {
     for (credit += bytes_read; credit >= line_cost; credit -= line_cost, at += 64) __builtin_prefetch(at, 0, 2);
   }
 };
-// Tokens per register tile of the vector kernels.
-constexpr int kTokenTile = 4;
-inline ReadAhead ReadAhead::over_tiles(const uint8_t* at, int64_t num_tokens) {
-  return ReadAhead{at, 64 * ((num_tokens + kTokenTile - 1) / kTokenTile)};
-}
 // f.template operator()<T>(t0) for the tiles of T = kTokenTile tokens, then the rest.
 template <class F>
 inline void each_token_tile(int64_t num_tokens, F&& f) {
