@@ -22,6 +22,7 @@
 #include "engine/grammar.h"
 #include "engine/inbox.h"
 #include "engine/kv_events.h"
+#include "engine/scheduler.h"
 #include "engine/stats_publisher.h"
 #include "model/llama_cuda.h"
 
@@ -332,6 +333,16 @@ Status Engine::Impl::load() {
            config.block_size, " tokens (", num_blocks * kv.block_bytes / (1 << 20), " MiB, ",
            kv_cache_dtype_name(kv_dtype), ", ", info.kv_bytes_per_token, " bytes a token), ", config.max_num_seqs,
            " sequences, ", config.max_num_batched_tokens, " tokens per step");
+  if (config.cache_policy != CachePolicy::kPaged) {
+    const int64_t block = forward.cache->bytes_per_block();
+    const int32_t slice =
+        compaction_blocks_per_step(config.compaction_bytes_per_step, block, forward.cache->num_blocks());
+    if (slice == 0)
+      log_info("engine: compaction copies at once, in one step (compaction_bytes_per_step 0)");
+    else
+      log_info("engine: compaction copies at most ", slice, slice == 1 ? " block (" : " blocks (", slice * block / 1024,
+               " KiB) a step, beside the running pass");
+  }
   if (kv.num_window_slots > 0)
     log_info("engine: sliding-window layers keep ", mc.sliding_window, " positions in ", kv.num_window_slots,
              " window slots (", kv.num_window_slots * kv.slot_bytes / (1 << 20), " MiB, ",

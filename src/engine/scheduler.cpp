@@ -8,9 +8,13 @@ namespace zl {
 
 Scheduler::Scheduler(EngineState& state, KvCache& cache) : state_(state), cache_(cache) {
   live_scratch_.reserve(static_cast<size_t>(state.config.max_num_seqs));
-  const int64_t bytes = state.config.compaction_bytes_per_step;
-  if (bytes > 0)
-    max_moves_per_step_ = static_cast<int32_t>(std::clamp<int64_t>(bytes / cache.bytes_per_block(), 1, cache.num_blocks()));
+  max_moves_per_step_ =
+      compaction_blocks_per_step(state.config.compaction_bytes_per_step, cache.bytes_per_block(), cache.num_blocks());
+}
+
+int32_t compaction_blocks_per_step(int64_t bytes_per_step, int64_t bytes_per_block, int32_t num_blocks) {
+  if (bytes_per_step <= 0) return 0;
+  return static_cast<int32_t>(std::clamp<int64_t>(bytes_per_step / bytes_per_block, 1, std::max(num_blocks, 1)));
 }
 
 void Scheduler::schedule(StepPlan& plan, bool pass_running) {

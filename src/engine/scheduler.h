@@ -85,4 +85,9 @@ class Scheduler {
   Clock::time_point decodes_waiting_since_;
 };
 
+// The blocks a compaction slice moves at most (bytes_per_step: EngineConfig::
+// compaction_bytes_per_step; at least one block, at most the pool), or 0
+// where bytes_per_step is 0: each compaction at once.
+int32_t compaction_blocks_per_step(int64_t bytes_per_step, int64_t bytes_per_block, int32_t num_blocks);
+
 }  // namespace zl

@@ -183,6 +183,15 @@ std::string prometheus_text(const EngineStats& s, const HttpCounters& http, cons
   metric("zerolayer:kv_block_moves_total", "counter", "KV blocks copied by compaction.", s.kv.num_block_moves);
   metric("zerolayer:kv_signatures_live", "gauge", "Block signatures in the prefix index.", s.kv.num_live_signatures);
   metric("zerolayer:kv_compactions_total", "counter", "Contiguous-pool compactions.", s.kv.num_compactions);
+  metric("zerolayer:kv_compaction_copy_seconds_total", "counter",
+         "Time compaction's KV copies took, run in slices before passes (--compaction-bytes-per-step).",
+         static_cast<double>(s.compaction_copy_ns_total) * 1e-9);
+  metric("zerolayer:kv_compaction_copy_max_seconds", "gauge", "The longest compaction copy before one pass.",
+         static_cast<double>(s.compaction_copy_ns_max) * 1e-9);
+  metric("zerolayer:engine_drains_total", "counter",
+         "Steps whose planning waited for the pass in flight to end (overlap scheduling: a preemption whose victim "
+         "is in that pass).",
+         s.num_drains);
   metric("zerolayer:kv_blocks_total", "gauge", "Blocks in the KV pool.", s.kv.num_blocks);
   metric("zerolayer:kv_blocks_used", "gauge", "KV blocks held by requests.", s.kv.num_used_blocks);
   metric("zerolayer:kv_blocks_cached", "gauge", "Free KV blocks kept for prefix reuse.", s.kv.num_cached_blocks);

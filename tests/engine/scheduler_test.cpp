@@ -238,4 +238,12 @@ TEST_F(PrefillFirstLimitTest, DecodersWaitAtMostTheLimit) {
 }
 
 }  // namespace
+TEST(CompactionSliceTest, BytesBecomeWholeBlocksWithinThePool) {
+  EXPECT_EQ(compaction_blocks_per_step(0, 1024, 64), 0);  // each compaction at once
+  EXPECT_EQ(compaction_blocks_per_step(1, 1024, 64), 1);  // less than a block: one, so it ends
+  EXPECT_EQ(compaction_blocks_per_step(4096, 1024, 64), 4);
+  EXPECT_EQ(compaction_blocks_per_step(5000, 1024, 64), 4);
+  EXPECT_EQ(compaction_blocks_per_step(int64_t{1} << 40, 1024, 64), 64);
+}
+
 }  // namespace zl

@@ -9,6 +9,7 @@ X-Request-Id and traceparent in the access log, CORS and TLS.
 import http.client
 import json
 import os
+import random
 import signal
 import ssl
 import subprocess
@@ -39,6 +40,53 @@ def test_memory_flags_cannot_be_misread(value):
     r = run_serve("--model", "dummy:tiny", "--shm-name", "", "--kv-cache-memory", value)
     assert r.returncode != 0
     assert "--kv-cache-memory" in r.stderr and repr(value)[1:-1] in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("flag,value", [("--compaction-bytes-per-step", v) for v in ["512", "0.5", "-1", "nan", "1X"]]
+                         + [("--shm-size", v) for v in ["0", "0.5", "64"]])
+def test_size_flags_cannot_be_misread(flag, value):
+    r = run_serve("--model", "dummy:tiny", "--shm-name", "", flag, value)
+    assert r.returncode != 0
+    assert flag in r.stderr and repr(value)[1:-1] in r.stderr, r.stderr
+
+
+def test_compaction_copies_in_slices_its_flag_sets():
+    # 64 blocks of 16 tokens that 32 requests of mixed lengths at a time
+    # fragment: the contiguous pool compacts, one block a step at 1K.
+    s = Server("--model", "dummy:tiny", "--max-seq-len", "512", "--kv-cache-memory", "1M", "--max-num-seqs", "16",
+               "--compaction-bytes-per-step", "1K", api_key=None)
+    rng = random.Random(1)
+    bodies = [{"prompt": "word " * rng.randint(2, 50), "max_tokens": rng.randint(1, 200), "ignore_eos": True,
+               "temperature": 0} for _ in range(96)]
+    answers = [None] * len(bodies)
+
+    def send(i):
+        status, _, data = completion(s.port, bodies[i])
+        answers[i] = (status, json.loads(data) if status == 200 else data)
+
+    try:
+        assert "compaction copies at most 1 block (16 KiB) a step" in s.output(), s.output()
+        for first in range(0, len(bodies), 32):
+            threads = [threading.Thread(target=send, args=(i,)) for i in range(first, first + 32)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        for body, (status, answer) in zip(bodies, answers):
+            assert status == 200, answer
+            assert answer["usage"]["completion_tokens"] == body["max_tokens"]
+        m = s.metrics()
+        assert m["zerolayer:kv_compactions_total"] > 0 and m["zerolayer:kv_block_moves_total"] > 0
+        assert 0 < m["zerolayer:kv_compaction_copy_max_seconds"] <= m["zerolayer:kv_compaction_copy_seconds_total"]
+        assert m["zerolayer:engine_drains_total"] == 0  # slices run beside the pass, none waits for it
+        assert m["zerolayer:kv_blocks_used"] == 0  # every block back in the pool
+    finally:
+        assert s.stop() == 0
+    s = Server("--model", "dummy:tiny", "--kv-cache-memory", "1M", "--compaction-bytes-per-step", "0", api_key=None)
+    try:
+        assert "compaction copies at once" in s.output(), s.output()
+    finally:
+        assert s.stop() == 0
 
 
 def test_default_kv_pool_is_sized_from_the_context_and_printed():

@@ -38,9 +38,7 @@ StatusOr<std::unique_ptr<ShmServer>> start_shm(Engine& engine, const ServeFlags&
   ShmServerConfig config;
   config.name = name;
   int64_t bytes = 0;
-  double fraction = 0;
-  ZL_RETURN_IF_ERROR(parse_memory(f.shm_size, "--shm-size", false, bytes, fraction));
-  if (bytes == 0) return invalid_argument("--shm-size must be a size like 64M, got '", f.shm_size, "'");
+  ZL_RETURN_IF_ERROR(parse_size(f.shm_size, "--shm-size", /*allow_zero=*/false, bytes));
   config.size_bytes = static_cast<uint64_t>(bytes);
   config.chat_template = f.http.chat_template;
   config.tokenizer_path = f.model.tokenizer;
@@ -75,8 +73,7 @@ Status check_before_load(const ServeFlags& f) {
     if (!parsed.ok()) return parsed.status().with_prefix("--chat-template");
   }
   int64_t bytes = 0;
-  double fraction = 0;
-  return parse_memory(f.shm_size, "--shm-size", false, bytes, fraction);
+  return parse_size(f.shm_size, "--shm-size", /*allow_zero=*/false, bytes);
 }
 
 // SIGTERM or SIGINT: drain, then abort what is left, then stop.

@@ -6,25 +6,12 @@
 
 namespace zl::cli {
 
-Status parse_memory(const std::string& text, const char* flag, bool allow_auto, int64_t& bytes, double& fraction) {
-  bytes = 0;
-  fraction = 0;
-  if (allow_auto && text == "auto") return ok_status();
-  const auto wrong = [&](const std::string& why) {
-    return invalid_argument(flag, " must be ", allow_auto ? "auto, " : "", "a fraction in (0, 1] or a size with a unit "
-                            "(512M, 2G, 1.5GiB); '", text, "' ", why);
-  };
-  char* end = nullptr;
-  errno = 0;
-  const double value = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || errno != 0 || !std::isfinite(value) || value <= 0) return wrong("is not a positive number");
-  const std::string suffix(end);
-  if (suffix.empty()) {
-    // "2.5" or "512" used to mean 2 or 512 bytes: a unit is required.
-    if (value > 1.0) return wrong("has no unit");
-    fraction = value;
-    return ok_status();
-  }
+namespace {
+
+// value (finite, > 0) times suffix's unit (K, M, G, T: powers of 1024; B:
+// bytes) into bytes; wrong(why) makes the error that names the flag.
+template <class Wrong>
+Status bytes_with_unit(double value, const std::string& suffix, const Wrong& wrong, int64_t& bytes) {
   double scale = 0;
   if (suffix == "B") scale = 1;
   else if (suffix == "K" || suffix == "k" || suffix == "KiB") scale = 1024.0;
@@ -36,6 +23,52 @@ Status parse_memory(const std::string& text, const char* flag, bool allow_auto, 
   if (value * scale < 1) return wrong("is less than a byte");
   bytes = static_cast<int64_t>(value * scale);
   return ok_status();
+}
+
+// The positive number at the start of text (end: where it stops), or false.
+bool leading_positive(const std::string& text, double& value, const char*& end) {
+  char* stop = nullptr;
+  errno = 0;
+  value = std::strtod(text.c_str(), &stop);
+  end = stop;
+  return stop != text.c_str() && errno == 0 && std::isfinite(value) && value > 0;
+}
+
+}  // namespace
+
+Status parse_memory(const std::string& text, const char* flag, bool allow_auto, int64_t& bytes, double& fraction) {
+  bytes = 0;
+  fraction = 0;
+  if (allow_auto && text == "auto") return ok_status();
+  const auto wrong = [&](const std::string& why) {
+    return invalid_argument(flag, " must be ", allow_auto ? "auto, " : "", "a fraction in (0, 1] or a size with a unit "
+                            "(512M, 2G, 1.5GiB); '", text, "' ", why);
+  };
+  double value = 0;
+  const char* end = nullptr;
+  if (!leading_positive(text, value, end)) return wrong("is not a positive number");
+  const std::string suffix(end);
+  if (suffix.empty()) {
+    // "2.5" or "512" used to mean 2 or 512 bytes: a unit is required.
+    if (value > 1.0) return wrong("has no unit");
+    fraction = value;
+    return ok_status();
+  }
+  return bytes_with_unit(value, suffix, wrong, bytes);
+}
+
+Status parse_size(const std::string& text, const char* flag, bool allow_zero, int64_t& bytes) {
+  bytes = 0;
+  if (allow_zero && text == "0") return ok_status();
+  const auto wrong = [&](const std::string& why) {
+    return invalid_argument(flag, " must be ", allow_zero ? "0 or " : "", "a size with a unit (512K, 4M, 1.5GiB); '",
+                            text, "' ", why);
+  };
+  double value = 0;
+  const char* end = nullptr;
+  if (!leading_positive(text, value, end)) return wrong("is not a positive number");
+  if (*end == '\0') return wrong("has no unit");
+  return bytes_with_unit(value, end, wrong, bytes);
 }
 
 StatusOr<EngineConfig> serve_engine_config(const ServeFlags& f) {
@@ -56,6 +89,8 @@ StatusOr<EngineConfig> serve_engine_config(const ServeFlags& f) {
     return invalid_argument("--kv-events-replay-endpoint needs --kv-events-endpoint");
   ZL_RETURN_IF_ERROR(
       parse_memory(f.kv_cache_memory, "--kv-cache-memory", true, config.kv_cache_bytes, config.kv_cache_fraction));
+  ZL_RETURN_IF_ERROR(parse_size(f.compaction_bytes_per_step, "--compaction-bytes-per-step", /*allow_zero=*/true,
+                                config.compaction_bytes_per_step));
   return config;
 }
 
@@ -136,6 +171,12 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
                "that no request waits for the kernel to back its first blocks. On by default; --no-kv-populate "
                "starts faster and lets the first requests fault the pool in")
       ->envname(env("KV_POPULATE"));
+  cmd.add_option("--compaction-bytes-per-step", f.compaction_bytes_per_step,
+                 "Contiguous and hybrid policies: KV bytes compaction copies a step at most, in slices beside the "
+                 "running pass, so that it never stalls the requests running (a size with a unit: 512K, 4M); 0: "
+                 "each compaction at once, in one step")
+      ->envname(env("COMPACTION_BYTES_PER_STEP"))
+      ->capture_default_str();
   cmd.add_flag("--swa-full", f.swa_full, "Sliding-window layers keep KV for every position, not only their window (more memory; as llama.cpp's --swa-full)")->envname(env("SWA_FULL"));
   cmd.add_option("--block-size", f.block_size, "Tokens per KV block")->envname(env("BLOCK_SIZE"))->check(CLI::Range(1, 1024))->capture_default_str();
   cmd.add_option("--kv-events-endpoint", f.kv_events_endpoint,

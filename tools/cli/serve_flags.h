@@ -33,6 +33,7 @@ struct ServeFlags {
   std::string cache_policy = "contiguous";
   std::string overlap_scheduling = "on";
   std::string kv_cache_memory = "auto";
+  std::string compaction_bytes_per_step = "4M";  // EngineConfig's default
   bool swa_full = false;
   bool kv_populate = true;  // full speed from the first request
   int block_size = 16;
@@ -50,6 +51,10 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f);
 // "auto" (both 0). Anything else, "2.5" or "512" included, is an error
 // naming the flag.
 Status parse_memory(const std::string& text, const char* flag, bool allow_auto, int64_t& bytes, double& fraction);
+
+// A size flag: a number with a unit as parse_memory reads them, or, where
+// allow_zero, "0". A bare number ("512") or a fraction is an error naming the flag.
+Status parse_size(const std::string& text, const char* flag, bool allow_zero, int64_t& bytes);
 
 StatusOr<EngineConfig> serve_engine_config(const ServeFlags& f);
 
