@@ -7,13 +7,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/cpu/matmul.h"
 #include "test_util.h"
 
 namespace zl::cpu {
@@ -48,6 +52,46 @@ TEST_P(Q5QuantizeTest, QuantizesAsGgmlReference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, Q5QuantizeTest, ::testing::Values(DType::kQ5_0, DType::kQ5_1),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// The AVX-512 and AVX2 activation quantizers give the scalar one's bytes:
+// codes, scales and d * sum(q), over blocks of random values, zeros, exact
+// ties of round-to-nearest-even, huge and negative-only values.
+class ActivationQuantizeTest : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(ActivationQuantizeTest, GivesTheScalarBytes) {
+  const Isa isa = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "the CPU lacks " << isa_name(isa);
+  constexpr int64_t kRows = 3, kCols = 256;
+  std::vector<float> x(kRows * kCols);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : x) v = normal(rng) * 3.0f;
+  for (int64_t r = 0; r < kRows; ++r) {
+    float* row = x.data() + r * kCols;
+    std::fill(row + 32, row + 64, 0.0f);                          // block 1: zeros
+    for (int j = 0; j < 32; ++j) row[64 + j] = (j - 16) + 0.5f;   // block 2: ties (scale 127 / 127)
+    row[64] = 127.0f;
+    for (int j = 0; j < 32; ++j) row[96 + j] = normal(rng) * 1e30f;         // block 3: huge
+    for (int j = 0; j < 32; ++j) row[128 + j] = -std::fabs(normal(rng));    // block 4: negative
+    row[160 + r] = 1e-20f;                                                 // block 5: one tiny among normal
+  }
+  const int64_t num_blocks = kRows * kCols / 32;
+  std::vector<int8_t> q_ref(x.size()), q(x.size(), 99);
+  std::vector<float> d_ref(num_blocks), ds_ref(num_blocks), d(num_blocks, -1.0f), ds(num_blocks, -1.0f);
+  quantize_activations(x.data(), kRows, kCols, q_ref.data(), d_ref.data(), ds_ref.data());
+  (isa == Isa::kAvx512 ? quantize_activations_avx512 : quantize_activations_avx2)(x.data(), kRows, kCols, q.data(),
+                                                                                  d.data(), ds.data());
+  for (size_t i = 0; i < q.size(); ++i) ASSERT_EQ(q[i], q_ref[i]) << "block " << i / 32 << " value " << i % 32;
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    EXPECT_EQ(std::memcmp(&d[b], &d_ref[b], 4), 0) << "block " << b << ": " << d[b] << " vs " << d_ref[b];
+    EXPECT_EQ(std::memcmp(&ds[b], &ds_ref[b], 4), 0) << "block " << b << ": " << ds[b] << " vs " << ds_ref[b];
+  }
+  EXPECT_EQ(q_ref[64 + 16], 0);  // 0.5 rounds to even
+  EXPECT_EQ(q_ref[64 + 17], 2);  // 1.5 too
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, ActivationQuantizeTest, ::testing::Values(Isa::kAvx512, Isa::kAvx2),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
 
 }  // namespace
 }  // namespace zl::cpu

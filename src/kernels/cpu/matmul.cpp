@@ -213,6 +213,15 @@ void tile_scales(const float* d, const float* ds, int64_t t0, int64_t t1, int64_
   }
 }
 
+// The activation quantizer of isa (the same bytes from each).
+auto quantize_for(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return quantize_activations_avx512;
+    case Isa::kAvx2: return quantize_activations_avx2;
+    default: return quantize_activations;
+  }
+}
+
 // Each group's input (quantized, or as bf16 pairs, where its formats want),
 // in scratch reused across calls (sized for the largest seen).
 void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa isa, std::vector<PreparedGroup>& out) {
@@ -264,7 +273,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
       // there are enough (a serial 64-token quantization was ~10% of a
       // batched decode step, the other core idle).
       auto quantize = [&](int64_t t0, int64_t t1) {
-        quantize_activations(g.x + t0 * cols, t1 - t0, cols, q + t0 * cols, d + t0 * cols / 32, ds + t0 * cols / 32);
+        quantize_for(isa)(g.x + t0 * cols, t1 - t0, cols, q + t0 * cols, d + t0 * cols / 32, ds + t0 * cols / 32);
         if (sum16 != nullptr) half_block_sums(q + t0 * cols, t1 - t0, cols, sum16 + t0 * cols / 16);
         if (tiles != nullptr) tile_scales(d, ds, t0, t1, cols / 32, tiles);
       };

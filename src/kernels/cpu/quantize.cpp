@@ -202,11 +202,7 @@ void quantize_activations(const float* x, int64_t num_rows, int64_t n, int8_t* q
         qb[j] = static_cast<int8_t>(v);
         sum += v;
       }
-      // The codes come from the f32 scale, the products use it rounded to
-      // f16, as llama.cpp's block_q8_0 activations store it.
-      const float stored = f16_to_f32(f32_to_f16(scale));
-      d[r * num_blocks + b] = stored;
-      ds[r * num_blocks + b] = stored * static_cast<float>(sum);
+      activation_block_scales(scale, sum, d + r * num_blocks + b, ds + r * num_blocks + b);
     }
   }
 }

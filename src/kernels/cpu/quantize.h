@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace zl::cpu {
 
 // src: [n], n a multiple of 32; dst: n / 32 blocks of 34 (Q8_0) or 18 (Q4_0) bytes.
@@ -32,6 +34,18 @@ float quantize_row_i8(const float* src, int8_t* dst, int64_t n);
 //   correction (see matmul_avx512.cpp). Round-to-nearest-even, so every
 //   implementation gives the same bytes.
 void quantize_activations(const float* x, int64_t num_rows, int64_t n, int8_t* q, float* d, float* ds);
+// The same bytes from AVX-512 (F, BW) or AVX2 instructions
+// (quantize_simd.cpp), for a CPU that has them.
+void quantize_activations_avx512(const float* x, int64_t num_rows, int64_t n, int8_t* q, float* d, float* ds);
+void quantize_activations_avx2(const float* x, int64_t num_rows, int64_t n, int8_t* q, float* d, float* ds);
+// One block's outputs of those: its scale (max|x| / 127) as stored, rounded
+// through f16 as llama.cpp's block_q8_0 activations keep it (the codes come
+// from the f32 scale), and that times the sum of its codes.
+inline void activation_block_scales(float scale, int32_t sum, float* d, float* ds) {
+  const float stored = f16_to_f32(f32_to_f16(scale));
+  *d = stored;
+  *ds = stored * static_cast<float>(sum);
+}
 // sums: [num_rows, n / 16], the sum of each 16 codes of q (Q6_K's half blocks).
 void half_block_sums(const int8_t* q, int64_t num_rows, int64_t n, int32_t* sums);
 
