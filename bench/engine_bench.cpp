@@ -19,7 +19,8 @@
 // with the pass's sampling.
 // --kv-cache-memory B sizes the KV pool (default 1 GiB): a pool too small for
 // --arrival closed's spread lengths fragments, and compaction copies KV in
-// slices of --compaction-bytes-per-step (0: each at once); each line gives
+// slices of --compaction-bytes-per-step (0: each at once; --kv-populate
+// commits the pool first, so a copy's time is not its page faults); each line gives
 // the compactions, blocks moved and steps that waited for a pass in flight
 // (summed over the runs), the most blocks one step moved, the longest copy
 // before one pass (what a step's slice costs the running requests) and the
@@ -82,6 +83,7 @@ struct Workload {
   bool closed = false;
   int64_t kv_cache_bytes = int64_t{1} << 30;
   int64_t compaction_bytes_per_step = EngineConfig{}.compaction_bytes_per_step;
+  bool kv_populate = false;  // commit the pool at start (serve's default)
   int num_seqs = 1;
   int max_new = 200;
   int rounds = 4;
@@ -153,6 +155,7 @@ StatusOr<RunResult> run_once(const std::string& model, const WeightFormat& forma
   config.overlap_scheduling = overlap;
   config.kv_cache_bytes = load.kv_cache_bytes;
   config.compaction_bytes_per_step = load.compaction_bytes_per_step;
+  config.kv_populate = load.kv_populate;
   config.kv_events_endpoint = kv_events;
   // Declared before the engine so that it outlives the engine thread's writes.
   std::vector<uint64_t> region(stats_region ? ZL_STATS_REGION_BYTES / sizeof(uint64_t) : 0);
@@ -235,6 +238,10 @@ int main(int argc, char** argv) {
                  "KV bytes compaction copies a step at most (0: each compaction at once)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  bool kv_populate = false;
+  app.add_flag("--kv-populate", kv_populate,
+               "Commit the KV pool's memory at start, as serve does by default (else a block's first write faults "
+               "it in, inside the step: compaction copies onto fresh blocks pay for that)");
   bool stats_region = false;
   std::string overlap = "on";
   app.add_option("--overlap", overlap, "Overlap scheduling (EngineConfig::overlap_scheduling; CPU)")
@@ -264,7 +271,8 @@ int main(int argc, char** argv) {
     int64_t compactions = 0, block_moves = 0, drains = 0;
     int32_t max_block_moves = 0;
     for (int r = 0; r < runs; ++r) {
-      const zl::Workload load{arrival == "closed", kv_cache_bytes, compaction_bytes, n, max_new, rounds, sampled, constrained};
+      const zl::Workload load{arrival == "closed", kv_cache_bytes, compaction_bytes, kv_populate, n, max_new, rounds,
+                              sampled, constrained};
       auto result = zl::run_once(model, format, load, threads, *policy, overlap == "on", stats_region, kv_events);
       if (!result.ok()) {
         std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
@@ -291,7 +299,8 @@ int main(int argc, char** argv) {
         "\"sched_gap_p50_us\":{\"min\":%.2f,\"median\":%.2f},\"sched_gap_p99_us\":{\"min\":%.2f,\"median\":%.2f},"
         "\"sched_gap_max_us\":{\"min\":%.1f,\"median\":%.1f},\"tokens_per_s\":{\"max\":%.1f,\"median\":%.1f},"
         "\"mean_batch\":%.1f,\"involuntary_switches_per_s\":%.0f,\"load_1m\":%.2f,"
-        "\"kv_cache_bytes\":%lld,\"compaction_bytes_per_step\":%lld,\"compactions\":%lld,\"block_moves\":%lld,"
+        "\"kv_cache_bytes\":%lld,\"kv_populate\":%s,\"compaction_bytes_per_step\":%lld,\"compactions\":%lld,"
+        "\"block_moves\":%lld,"
         "\"max_block_moves\":%d,\"drains\":%lld,\"copy_max_ms\":{\"min\":%.2f,\"median\":%.2f},\"itl_p99_ms\":{\"min\":%.2f,\"median\":%.2f},"
         "\"itl_max_ms\":{\"min\":%.2f,\"median\":%.2f}}\n",
         mode.c_str(), arrival.c_str(), model.c_str(), dtype.c_str(), policy_name.c_str(), overlap.c_str(), sampled, constrained,
@@ -299,7 +308,8 @@ int main(int argc, char** argv) {
         zl::median(p50), *std::min_element(p99.begin(), p99.end()), zl::median(p99),
         *std::min_element(max.begin(), max.end()), zl::median(max), *std::max_element(tps.begin(), tps.end()),
         zl::median(tps), zl::median(batch), zl::median(switches), zl::load_average_1m(),
-        static_cast<long long>(kv_cache_bytes), static_cast<long long>(compaction_bytes), static_cast<long long>(compactions),
+        static_cast<long long>(kv_cache_bytes), kv_populate ? "true" : "false", static_cast<long long>(compaction_bytes),
+        static_cast<long long>(compactions),
         static_cast<long long>(block_moves), max_block_moves, static_cast<long long>(drains),
         *std::min_element(copy_max.begin(), copy_max.end()), zl::median(copy_max),
         *std::min_element(itl_p99.begin(), itl_p99.end()), zl::median(itl_p99),
