@@ -237,7 +237,6 @@ TEST_F(PrefillFirstLimitTest, DecodersWaitAtMostTheLimit) {
   EXPECT_EQ(chunk_sizes(), (std::vector<int32_t>{10}));
 }
 
-}  // namespace
 TEST(CompactionSliceTest, BytesBecomeWholeBlocksWithinThePool) {
   EXPECT_EQ(compaction_blocks_per_step(0, 1024, 64), 0);  // each compaction at once
   EXPECT_EQ(compaction_blocks_per_step(1, 1024, 64), 1);  // less than a block: one, so it ends
@@ -246,4 +245,5 @@ TEST(CompactionSliceTest, BytesBecomeWholeBlocksWithinThePool) {
   EXPECT_EQ(compaction_blocks_per_step(int64_t{1} << 40, 1024, 64), 64);
 }
 
+}  // namespace
 }  // namespace zl
