@@ -55,7 +55,8 @@ INSTANTIATE_TEST_SUITE_P(Types, Q5QuantizeTest, ::testing::Values(DType::kQ5_0, 
 
 // The AVX-512 and AVX2 activation quantizers give the scalar one's bytes:
 // codes, scales and d * sum(q), over blocks of random values, zeros, exact
-// ties of round-to-nearest-even, huge and negative-only values.
+// ties of round-to-nearest-even, huge and negative-only values, and values
+// so small that 1 / scale overflows (codes 0, not a conversion of inf).
 class ActivationQuantizeTest : public ::testing::TestWithParam<Isa> {};
 
 TEST_P(ActivationQuantizeTest, GivesTheScalarBytes) {
@@ -74,6 +75,7 @@ TEST_P(ActivationQuantizeTest, GivesTheScalarBytes) {
     for (int j = 0; j < 32; ++j) row[96 + j] = normal(rng) * 1e30f;         // block 3: huge
     for (int j = 0; j < 32; ++j) row[128 + j] = -std::fabs(normal(rng));    // block 4: negative
     row[160 + r] = 1e-20f;                                                 // block 5: one tiny among normal
+    for (int j = 0; j < 32; ++j) row[192 + j] = j % 2 ? 1e-38f : -2e-38f;  // block 6: 1 / scale overflows
   }
   const int64_t num_blocks = kRows * kCols / 32;
   std::vector<int8_t> q_ref(x.size()), q(x.size(), 99);
@@ -88,6 +90,8 @@ TEST_P(ActivationQuantizeTest, GivesTheScalarBytes) {
   }
   EXPECT_EQ(q_ref[64 + 16], 0);  // 0.5 rounds to even
   EXPECT_EQ(q_ref[64 + 17], 2);  // 1.5 too
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(q_ref[192 + j], 0) << "value " << j << " of a block of max |x| 2e-38";
+  EXPECT_EQ(d_ref[6], 0.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, ActivationQuantizeTest, ::testing::Values(Isa::kAvx512, Isa::kAvx2),

@@ -270,8 +270,9 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
       float* tiles = amx ? scratch.tiles.data() + q_at / 32 * 3 : nullptr;
       const int64_t cols = p.in.cols;
       // Token rows are quantized independently: split over the pool when
-      // there are enough (a serial 64-token quantization was ~10% of a
-      // batched decode step, the other core idle).
+      // there are enough (with the scalar quantizer a serial 64-token
+      // quantization was ~10% of a batched decode step, the other core
+      // idle; the SIMD one's, quantize_simd.cpp, is not measured apart).
       auto quantize = [&](int64_t t0, int64_t t1) {
         quantize_for(isa)(g.x + t0 * cols, t1 - t0, cols, q + t0 * cols, d + t0 * cols / 32, ds + t0 * cols / 32);
         if (sum16 != nullptr) half_block_sums(q + t0 * cols, t1 - t0, cols, sum16 + t0 * cols / 16);

@@ -177,10 +177,9 @@ void quantize_row_q6_k(const float* src, uint8_t* dst, int64_t n) {
 float quantize_row_i8(const float* src, int8_t* dst, int64_t n) {
   float amax = 0.0f;
   for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(src[i]));
-  const float scale = amax / 127.0f;
-  const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<int8_t>(std::nearbyint(src[i] * inv));
-  return scale;
+  const Int8Scale s = int8_scale(amax);
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<int8_t>(std::nearbyint(src[i] * s.inverse));
+  return s.scale;
 }
 
 // Plain loops the compiler vectorizes for each target; nearbyint under the
@@ -194,15 +193,14 @@ void quantize_activations(const float* x, int64_t num_rows, int64_t n, int8_t* q
       int8_t* qb = q + r * n + b * 32;
       float amax = 0.0f;
       for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xb[j]));
-      const float scale = amax / 127.0f;
-      const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+      const Int8Scale s = int8_scale(amax);
       int sum = 0;
       for (int j = 0; j < 32; ++j) {
-        int v = static_cast<int>(std::nearbyint(xb[j] * inv));
+        int v = static_cast<int>(std::nearbyint(xb[j] * s.inverse));
         qb[j] = static_cast<int8_t>(v);
         sum += v;
       }
-      activation_block_scales(scale, sum, d + r * num_blocks + b, ds + r * num_blocks + b);
+      activation_block_scales(s.scale, sum, d + r * num_blocks + b, ds + r * num_blocks + b);
     }
   }
 }

@@ -7,6 +7,7 @@
 // quantized matmul kernels.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -27,6 +28,18 @@ void quantize_row_q4_k(const float* src, uint8_t* dst, int64_t n);
 void quantize_row_q6_k(const float* src, uint8_t* dst, int64_t n);
 // Symmetric int8: scale = max|x| / 127, q = round(x / scale). Returns the scale.
 float quantize_row_i8(const float* src, int8_t* dst, int64_t n);
+// The scale of symmetric int8 codes of values whose max |x| is amax, and the
+// multiplier the codes come from (q = round(x * inverse)): 0 where 1 / scale
+// is not finite (amax 0, or below ~3.7e-37, where it overflows), so that
+// such values all get code 0 instead of converting inf or NaN to an int,
+// which C++ leaves undefined.
+struct Int8Scale {
+  float scale, inverse;
+};
+inline Int8Scale int8_scale(float amax) {
+  const float scale = amax / 127.0f, inverse = 1.0f / scale;
+  return {scale, std::isfinite(inverse) ? inverse : 0.0f};
+}
 
 // Activations of num_rows rows of n (multiple of 32) values:
 //   q: [num_rows, n] int8, d: [num_rows, n / 32] block scale (max|x| / 127),

@@ -2,7 +2,7 @@
 // the same operations per element as the scalar one, so the same bytes.
 // Per block of 32 values: amax = max |x| (exact in any order; a NaN never
 // wins, as std::max(amax, NaN) keeps amax: it counts as 0 here), the scale
-// and its inverse in scalar arithmetic as there, then x * inv (one IEEE
+// and its inverse by int8_scale as there, then x * inv (one IEEE
 // multiply), rounded to nearest even by cvtps2dq (MXCSR's default mode, as
 // nearbyint), and the int32's low byte kept (static_cast<int8_t>; values of
 // finite inputs lie in [-127, 127]); F16C rounds the scale through f16 as
@@ -22,8 +22,6 @@
 
 namespace zl::cpu {
 namespace {
-
-inline float inverse(float scale) { return scale != 0.0f ? 1.0f / scale : 0.0f; }
 
 ZL_AVX512 inline __m512 abs_or_zero(__m512 x) {
   const __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
@@ -51,12 +49,12 @@ ZL_AVX512 void quantize_activations_avx512(const float* x, int64_t num_rows, int
   const int64_t num_blocks = num_rows * (n / 32);  // rows are whole blocks: one run of them
   for (int64_t b = 0; b < num_blocks; ++b) {
     const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
-    const float scale = _mm512_reduce_max_ps(_mm512_max_ps(abs_or_zero(x0), abs_or_zero(x1))) / 127.0f;
-    const __m512 inv = _mm512_set1_ps(inverse(scale));
+    const Int8Scale s = int8_scale(_mm512_reduce_max_ps(_mm512_max_ps(abs_or_zero(x0), abs_or_zero(x1))));
+    const __m512 inv = _mm512_set1_ps(s.inverse);
     const __m512i v0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, inv)), v1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, inv));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * b), _mm512_cvtepi32_epi8(v0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * b + 16), _mm512_cvtepi32_epi8(v1));
-    activation_block_scales(scale, _mm512_reduce_add_epi32(_mm512_add_epi32(v0, v1)), d + b, ds + b);
+    activation_block_scales(s.scale, _mm512_reduce_add_epi32(_mm512_add_epi32(v0, v1)), d + b, ds + b);
   }
 }
 
@@ -71,8 +69,8 @@ ZL_AVX2 void quantize_activations_avx2(const float* x, int64_t num_rows, int64_t
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float scale = _mm_cvtss_f32(m) / 127.0f;
-    const __m256 inv = _mm256_set1_ps(inverse(scale));
+    const Int8Scale scale = int8_scale(_mm_cvtss_f32(m));
+    const __m256 inv = _mm256_set1_ps(scale.inverse);
     __m256i sum = _mm256_setzero_si256();
     for (int i = 0; i < 4; ++i) {
       const __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(xs[i], inv));
@@ -83,7 +81,7 @@ ZL_AVX2 void quantize_activations_avx2(const float* x, int64_t num_rows, int64_t
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    activation_block_scales(scale, _mm_cvtsi128_si32(s), d + b, ds + b);
+    activation_block_scales(scale.scale, _mm_cvtsi128_si32(s), d + b, ds + b);
   }
 }
 
