@@ -710,14 +710,48 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
   });
 }
 
+// A decode batch of 5-8 tokens on packed rows runs as one pass: every token
+// on each group of 16 rows, so the codes come from memory once, read
+// kOnePassAhead blocks ahead in the one stream the groups make. (Strips of
+// token tiles of 4 left the memory idle while the second tile ran from L2:
+// q8_0 / q4_k at 8 tokens from memory ran at 0.65 / 0.37 of the weight
+// read's rate, now 0.67-0.74 / 0.51-0.56: bench/results/roofline.)
+constexpr int64_t kOnePassMaxTokens = 2 * kTokenTile;
+constexpr int64_t kOnePassAhead = 16;
+
+bool one_pass(const WeightMatrix& w, const MatmulInput& in) {
+  return w.packed != nullptr && in.num_tokens > kTokenTile && in.num_tokens <= kOnePassMaxTokens;
+}
+
+template <DType D>
+ZL_AVX512 void one_pass_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
+                               float* y, int64_t ldy) {
+  auto run = [&]<int T>() {
+    for (int64_t rg = row_begin / kGroup * kGroup; rg < row_end; rg += kGroup) {
+      PackedRows<D> src[1];
+      src[0].at_group(w, rg / kGroup);
+      StripAhead ahead;
+      ahead.code_bytes = packed_code_bytes(D);
+      ahead.codes = ReadAhead{src[0].codes + kOnePassAhead * packed_code_bytes(D)};
+      micro<D, 1, T>(src, w, in, rg, row_begin, row_end, 0, y, ldy, &ahead);
+    }
+  };
+  switch (in.num_tokens) {
+    case 5: return run.template operator()<5>();
+    case 6: return run.template operator()<6>();
+    case 7: return run.template operator()<7>();
+    default: return run.template operator()<8>();
+  }
+}
+
 // Rows [row_begin, row_end) x all tokens, strip by strip of 32 rows (from
 // the first computed row, as rows_for_tokens counts them): every token tile
 // runs on a strip before the next. fill: each group of 16 rows is read
 // once, as the tiles would read it (StoredRows or PackedRows), into a
-// panel, which every token tile then reads. A decode batch of packed rows
-// reads the next strip ahead (ReadAhead; dummy:llama-1b on the Xeon VM
-// without AMX, q8_0, 8 / 16 / 32 tokens a step: 100-102 -> 110-118 /
-// 152-154 -> 173-194 / 198 -> 232-234 tokens/s).
+// panel, which every token tile then reads. A decode batch of 9-64 tokens
+// of packed rows reads the next strip ahead (ReadAhead; dummy:llama-1b on
+// the Xeon VM without AMX, q8_0, 16 / 32 tokens a step: 152-154 -> 173-194 /
+// 198 -> 232-234 tokens/s); fewer than 9 run as one pass (one_pass_tokens).
 template <DType D>
 ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy, bool fill) {
@@ -762,6 +796,7 @@ template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
   const bool packed = w.packed != nullptr;
+  if (!use_amx<D>(w, in) && one_pass(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
   if (use_amx<D>(w, in) || (packed ? !group_first(in.num_tokens) : in.num_tokens < kPanelMinTokens))
     return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/!packed);
@@ -772,6 +807,7 @@ template <DType D>
 ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy) {
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
+  if (!use_amx<D>(w, in) && one_pass(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
   if (use_amx<D>(w, in) || in.num_tokens <= kTokenTile) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/in.num_tokens >= kPanelMinTokens);
 }
