@@ -10,18 +10,20 @@
 //   AMX bf16: tdpbf16ps, 16 x 16 x 32 multiply-adds per instruction into
 //     four independent [16, 16] f32 tiles, what the packed bf16 kernel
 //     issues on AMX-BF16 (matmul_amx_bf16.cpp).
+//   int8 block: vpdpbusd with the float step the int8 formats need per
+//     block of 32 (int8_block_loop), their ceiling from the instruction mix.
 // Returns 1e9 multiply-adds per second, or 0 where the CPU lacks the
 // instruction.
 #pragma once
-
-#include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/immintrin_quiet.h"
 #include "kernels/cpu/matmul_kernels.h"
 
 namespace zl::bench {
@@ -40,6 +42,59 @@ __attribute__((target("avx512f,avx512vnni"))) inline float int8_dot_loop(int64_t
   alignas(64) int32_t lanes[16];
   _mm512_store_si512(lanes, sum);
   return static_cast<float>(lanes[0]);
+}
+
+// The per-32 int8 formats' block: for 16 rows and one token, a block of 32
+// columns is 8 vpdpbusd (two chains of 4) and a float step of four more
+// instructions on the same two vector ports (add the chains, convert, fmsub
+// the activation's offset, fmadd the weight scale: block_step in
+// matmul_avx512_quant.cpp), as Q8_0, Q4_0, I8, Q5_x, IQ4 and the k-quants'
+// sub-blocks each have a scale per 32 weights. This loop issues exactly that
+// for the decode tile, 2 groups x 4 tokens, per iteration: weights in
+// registers, the activations' codes and scales broadcast from a 1 KiB table
+// in L1, so nothing but the instruction mix sets its pace. (A single chain
+// started at the integer offset, 3 float instructions, ran slower here: 8
+// dependent vpdpbusd outlast the 8 tiles' parallelism.)
+constexpr int kBlockTableBlocks = 8;  // the activation table's blocks, cycled through
+
+__attribute__((target("avx512f,avx512bw,avx512vnni,fma"))) inline float int8_block_loop(int64_t iterations) {
+  alignas(64) static thread_local int8_t xq[kBlockTableBlocks][4][32];
+  alignas(64) static thread_local float xd[kBlockTableBlocks][4], xc[kBlockTableBlocks][4];
+  for (int b = 0; b < kBlockTableBlocks; ++b)
+    for (int t = 0; t < 4; ++t) {
+      for (int j = 0; j < 32; ++j) xq[b][t][j] = static_cast<int8_t>(j - 16 + b + t);
+      xd[b][t] = 1.0f / 1024;
+      xc[b][t] = 0.25f;
+    }
+  __m512i v[2][8];
+  for (int g = 0; g < 2; ++g)
+    for (int k = 0; k < 8; ++k) v[g][k] = _mm512_set1_epi8(static_cast<char>(100 + 8 * g + k));
+  const __m512 dw[2] = {_mm512_set1_ps(1.0f / 512), _mm512_set1_ps(1.0f / 256)};
+  __m512 acc[2][4];
+  for (auto& a : acc)
+    for (__m512& t : a) t = _mm512_setzero_ps();
+  for (int64_t i = 0; i < iterations; ++i) {
+    const int b = static_cast<int>(i % kBlockTableBlocks);
+    for (int t = 0; t < 4; ++t) {
+      const __m512 dx = _mm512_set1_ps(xd[b][t]), c = _mm512_set1_ps(xc[b][t]);
+      for (int g = 0; g < 2; ++g) {
+        __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+        for (int k = 0; k < 8; k += 2) {
+          int32_t x0, x1;
+          std::memcpy(&x0, &xq[b][t][4 * k], 4);
+          std::memcpy(&x1, &xq[b][t][4 * k + 4], 4);
+          d0 = _mm512_dpbusd_epi32(d0, v[g][k], _mm512_set1_epi32(x0));
+          d1 = _mm512_dpbusd_epi32(d1, v[g][k + 1], _mm512_set1_epi32(x1));
+        }
+        const __m512 f = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), dx, c);
+        acc[g][t] = _mm512_fmadd_ps(dw[g], f, acc[g][t]);
+      }
+    }
+  }
+  __m512 sum = _mm512_setzero_ps();
+  for (auto& a : acc)
+    for (__m512& t : a) sum = _mm512_add_ps(sum, t);
+  return _mm512_reduce_add_ps(sum);
 }
 
 __attribute__((target("avx512f,avx512bf16"))) inline float bf16_dot_loop(int64_t iterations) {
@@ -102,6 +157,15 @@ double peak_gmacs(ThreadPool& pool, Loop loop, double macs_per_call) {
 inline double int8_peak_gmacs(ThreadPool& pool) {
   if (!__builtin_cpu_supports("avx512vnni")) return 0;
   return peak_gmacs(pool, int8_dot_loop, 64.0 * kChains * kPeakIterations);
+}
+
+// The int8 formats' ceiling from their instruction mix (int8_block_loop):
+// 64 multiply-adds counted per vpdpbusd, the float step's instructions for
+// nothing. Iterations: each ~48 cycles of 64 vpdpbusd and 32 others.
+inline double int8_block_peak_gmacs(ThreadPool& pool) {
+  if (!__builtin_cpu_supports("avx512vnni")) return 0;
+  constexpr int64_t kIterations = kPeakIterations / 16;
+  return peak_gmacs(pool, [](int64_t) { return int8_block_loop(kIterations); }, 64.0 * 64 * kIterations);
 }
 
 inline double bf16_peak_gmacs(ThreadPool& pool) {

@@ -23,6 +23,13 @@
 // time and the time the step's multiply-adds (batch x parameters) take at the
 // dot-product peak of the format's kernels (compute_probe.h: int8 for the
 // quantized formats, bf16 for bf16), over the step's time; and which bound.
+// The int8 formats' lines add a block roofline fraction: the same with the
+// compute time at their instruction mix's peak (compute_probe.h
+// int8_block_loop: vpdpbusd and the float step per block of 32), the most
+// their kernels can reach when compute bound; that peak is probed just
+// before each run, as the sweep is (a probe of the whole process moved
+// 269-444 GMAC/s between processes on the Xeon VM), and block_peak_gmacs is
+// the median of the runs'.
 // A mixture-of-experts step streams its dense matrices and, per layer, the
 // experts its tokens chose (counted by the model; step_bytes,
 // experts_per_layer): the sweep time is scaled to those bytes, and a token's
@@ -38,6 +45,7 @@
 #include <chrono>
 #include <ctime>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -185,6 +193,7 @@ struct Run {
   // The dot-product peak of the format's kernels (compute_probe.h), 1e9
   // multiply-adds per second; 0: not probed (f32, f16, no VNNI / BF16).
   double peak_gmacs = 0;
+  bool block_peak = false;  // int8 formats: probe int8_block_loop per run
   std::mt19937 rng{7};
   std::uniform_int_distribution<int32_t> token;
   std::vector<float> logits;
@@ -199,7 +208,10 @@ struct Measured {
   const char* phase;
   int batch = 1, tokens_per_run = 0;
   double compute_s = 0;  // 0: no compute ceiling
-  std::vector<double> seconds, cpu_seconds, sweep_gbs, bw_fractions, roofline_fractions;
+  // Per run: seconds, CPU seconds; with a sweep, its GB/s and the fractions;
+  // int8 formats, the block probe's GMAC/s and the block roofline fraction.
+  std::vector<double> seconds, cpu_seconds, sweep_gbs, bw_fractions, roofline_fractions, block_gmacs,
+      block_fractions;
   // Decode of a MoE model: per run, the weight bytes one step streamed (the
   // dense matrices and the experts that had tokens) and experts run per
   // layer and step. Empty: every step streams all of weight_bytes.
@@ -213,7 +225,7 @@ double bytes_per_pass(const Run& r, const Measured& m) {
 
 // The bandwidth and roofline fields of a line.
 std::string ceiling_fields(const Run& r, const Measured& m, double gbs) {
-  char out[320] = "\"bandwidth_gbs\":null,\"bw_fraction\":null";  // prefill: bound by compute
+  char out[480] = "\"bandwidth_gbs\":null,\"bw_fraction\":null";  // prefill: bound by compute
   if (!m.bw_fractions.empty()) {
     const Summary bw = summarize(m.sweep_gbs), frac = summarize(m.bw_fractions);
     int n = std::snprintf(out, sizeof out,
@@ -227,6 +239,14 @@ std::string ceiling_fields(const Run& r, const Measured& m, double gbs) {
                     ",\"peak_gmacs\":%.1f,\"bound\":\"%s\",\"roofline_fraction\":%.3f,"
                     "\"roofline_fraction_min\":%.3f,\"roofline_fraction_max\":%.3f",
                     r.peak_gmacs, m.compute_s > sweep_s ? "compute" : "memory", roof.median, roof.min, roof.max);
+    }
+    if (!m.block_fractions.empty()) {
+      const Summary block = summarize(m.block_fractions);
+      n = static_cast<int>(std::strlen(out));
+      std::snprintf(out + n, sizeof out - static_cast<size_t>(n),
+                    ",\"block_peak_gmacs\":%.1f,\"block_roofline_fraction\":%.3f,"
+                    "\"block_roofline_fraction_min\":%.3f,\"block_roofline_fraction_max\":%.3f",
+                    summarize(m.block_gmacs).median, block.median, block.min, block.max);
     }
   } else if (r.o.bandwidth_gbs > 0 && std::string(m.phase) == "decode") {
     std::snprintf(out, sizeof out, "\"bandwidth_gbs\":%.2f,\"bw_fraction\":%.3f", r.o.bandwidth_gbs,
@@ -265,7 +285,7 @@ Status bench_prefill(Run& r) {
   const Options& o = r.o;
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt));
   for (int32_t& t : prompt) t = r.token(r.rng);
-  Measured m{"prefill", 1, o.prompt, 0, {}, {}, {}, {}, {}, {}, {}};
+  Measured m{"prefill", 1, o.prompt, 0, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   for (int run = 0; run <= o.runs; ++run) {
     SeqChunk chunk{0, o.prompt, 0, r.tables[0]};
     int32_t last = o.prompt - 1;
@@ -305,8 +325,9 @@ Status bench_decode(Run& r, SpanSweep& floor, int batch) {
   const Options& o = r.o;
   const bool paired = o.bandwidth_gbs <= 0;
   // The step's multiply-adds at the format's dot-product peak.
-  const double compute_s = r.peak_gmacs > 0 ? batch * static_cast<double>(r.params) / (r.peak_gmacs * 1e9) : 0;
-  Measured m{"decode", batch, batch * o.steps, compute_s, {}, {}, {}, {}, {}, {}, {}};
+  const double macs = batch * static_cast<double>(r.params);
+  const double compute_s = r.peak_gmacs > 0 ? macs / (r.peak_gmacs * 1e9) : 0;
+  Measured m{"decode", batch, batch * o.steps, compute_s, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   for (int run = 0; run <= o.runs; ++run) {
     if (o.context == 0) {  // 16-token prompts for every sequence, untimed
       std::vector<int32_t> toks(static_cast<size_t>(batch) * 16);
@@ -322,6 +343,7 @@ Status bench_decode(Run& r, SpanSweep& floor, int batch) {
     // The fastest of 3 sweeps: a time slice lost to another process makes
     // a sweep slower, and the floor should be what the memory can give now.
     const double sweep_s = paired ? std::min({floor.sweep(), floor.sweep(), floor.sweep()}) : 0;
+    const double block_gmacs = paired && r.block_peak ? int8_block_peak_gmacs(r.model.pool()) : 0;
     const double cpu_start = thread_cpu_seconds();
     const int64_t expert_runs = r.model.moe_expert_runs();
     ZL_ASSIGN_OR_RETURN(const double seconds, decode_steps(r, batch, o.context > 0 ? o.context : 16));
@@ -343,6 +365,10 @@ Status bench_decode(Run& r, SpanSweep& floor, int batch) {
       m.bw_fractions.push_back(share * sweep_s / (seconds / o.steps));
       m.sweep_gbs.push_back(static_cast<double>(r.weight_bytes) / sweep_s / 1e9);
       if (compute_s > 0) m.roofline_fractions.push_back(std::max(share * sweep_s, compute_s) / (seconds / o.steps));
+      if (block_gmacs > 0) {
+        m.block_gmacs.push_back(block_gmacs);
+        m.block_fractions.push_back(std::max(share * sweep_s, macs / (block_gmacs * 1e9)) / (seconds / o.steps));
+      }
     }
   }
   print_line(r, m);
@@ -383,6 +409,7 @@ Status bench_format(const Options& o, const std::string& format_name) {
   r.token = std::uniform_int_distribution<int32_t>(0, std::min(c.vocab_size, 256) - 1);
   r.logits.resize(static_cast<size_t>(max_batch) * c.vocab_size);
   r.peak_gmacs = format_peak_gmacs(pool, weights);
+  r.block_peak = cpu::dtype_is_quantized(weights.layers.front().wq.dtype) && r.peak_gmacs > 0;
   if (o.context > 0) fill_context(*cache, c.num_layers, r.tables, o.context);
   if (o.prompt > 0) ZL_RETURN_IF_ERROR(bench_prefill(r));
   for (int batch : o.batches) ZL_RETURN_IF_ERROR(bench_decode(r, floor, batch));
