@@ -82,10 +82,14 @@ TEST_P(CompactionTest, TightContiguousPoolCompactsWithoutChangingOutputs) {
   EXPECT_EQ(stats.num_preemptions, 0);
   EXPECT_EQ(stats.num_drains, 0) << "no pass waited for compaction";
   EXPECT_GT(stats.compaction_copy_ns_total, 0) << "the passes copied the moved blocks";
-  if (overlap) EXPECT_GT(stats.num_overlapped_passes, 0);
+  if (overlap) {
+    EXPECT_GT(stats.num_overlapped_passes, 0);
+  }
   // A one-block slice goes past its bound by the rest of one extent at most
   // (80 + 40 tokens: 15 blocks).
-  if (slice_bytes > 0) EXPECT_LE(stats.kv.max_block_moves, 1 + 15);
+  if (slice_bytes > 0) {
+    EXPECT_LE(stats.kv.max_block_moves, 1 + 15);
+  }
   EXPECT_EQ(stats.kv.num_used_blocks, 0);
   RecordProperty("compactions", static_cast<int>(stats.kv.num_compactions));
   RecordProperty("block_moves", static_cast<int>(stats.kv.num_block_moves));
