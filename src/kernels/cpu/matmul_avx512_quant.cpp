@@ -719,8 +719,11 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
 constexpr int64_t kOnePassMaxTokens = 2 * kTokenTile;
 constexpr int64_t kOnePassAhead = 16;
 
+// Not where the AMX tiles take the batch (Q8_0 and I8 from 8 tokens).
+template <DType D>
 bool one_pass(const WeightMatrix& w, const MatmulInput& in) {
-  return w.packed != nullptr && in.num_tokens > kTokenTile && in.num_tokens <= kOnePassMaxTokens;
+  return w.packed != nullptr && in.num_tokens > kTokenTile && in.num_tokens <= kOnePassMaxTokens &&
+         !use_amx<D>(w, in);
 }
 
 template <DType D>
@@ -796,7 +799,7 @@ template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
   const bool packed = w.packed != nullptr;
-  if (!use_amx<D>(w, in) && one_pass(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
+  if (one_pass<D>(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
   if (use_amx<D>(w, in) || (packed ? !group_first(in.num_tokens) : in.num_tokens < kPanelMinTokens))
     return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/!packed);
@@ -807,7 +810,7 @@ template <DType D>
 ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy) {
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
-  if (!use_amx<D>(w, in) && one_pass(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
+  if (one_pass<D>(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
   if (use_amx<D>(w, in) || in.num_tokens <= kTokenTile) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/in.num_tokens >= kPanelMinTokens);
 }
