@@ -45,7 +45,6 @@
 #include <chrono>
 #include <ctime>
 #include <cstdio>
-#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -235,14 +234,14 @@ std::string ceiling_fields(const Run& r, const Measured& m, double gbs) {
     if (!m.roofline_fractions.empty()) {
       const Summary roof = summarize(m.roofline_fractions);
       const double sweep_s = bytes_per_pass(r, m) / (bw.median * 1e9);
-      std::snprintf(out + n, sizeof out - static_cast<size_t>(n),
-                    ",\"peak_gmacs\":%.1f,\"bound\":\"%s\",\"roofline_fraction\":%.3f,"
-                    "\"roofline_fraction_min\":%.3f,\"roofline_fraction_max\":%.3f",
-                    r.peak_gmacs, m.compute_s > sweep_s ? "compute" : "memory", roof.median, roof.min, roof.max);
+      n += std::snprintf(out + n, sizeof out - static_cast<size_t>(n),
+                         ",\"peak_gmacs\":%.1f,\"bound\":\"%s\",\"roofline_fraction\":%.3f,"
+                         "\"roofline_fraction_min\":%.3f,\"roofline_fraction_max\":%.3f",
+                         r.peak_gmacs, m.compute_s > sweep_s ? "compute" : "memory", roof.median, roof.min,
+                         roof.max);
     }
     if (!m.block_fractions.empty()) {
       const Summary block = summarize(m.block_fractions);
-      n = static_cast<int>(std::strlen(out));
       std::snprintf(out + n, sizeof out - static_cast<size_t>(n),
                     ",\"block_peak_gmacs\":%.1f,\"block_roofline_fraction\":%.3f,"
                     "\"block_roofline_fraction_min\":%.3f,\"block_roofline_fraction_max\":%.3f",

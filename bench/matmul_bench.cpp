@@ -21,7 +21,9 @@
 
 namespace {
 
-// m and copies - 1 copies of its bytes (data, I8 row scales, packed layout).
+// m and copies - 1 copies of the bytes its kernels read: the packed layout
+// where it has one (the stored rows then go unread and are shared), else
+// the stored rows; I8's row scales either way.
 std::vector<zl::WeightMatrix> copy_matrix(const zl::WeightMatrix& m, int copies, zl::ModelWeights& storage) {
   std::vector<zl::WeightMatrix> out = {m};
   auto copy = [&](const void* src, int64_t bytes) {
@@ -31,9 +33,12 @@ std::vector<zl::WeightMatrix> copy_matrix(const zl::WeightMatrix& m, int copies,
   };
   for (int c = 1; c < copies; ++c) {
     zl::WeightMatrix w = m;
-    w.data = copy(m.data, m.rows * m.row_bytes());
+    if (m.packed != nullptr) {
+      w.packed = copy(m.packed, zl::cpu::packed_bytes(m));
+    } else {
+      w.data = copy(m.data, m.rows * m.row_bytes());
+    }
     if (m.scales != nullptr) w.scales = reinterpret_cast<const float*>(copy(m.scales, m.rows * 4));
-    if (m.packed != nullptr) w.packed = copy(m.packed, zl::cpu::packed_bytes(m));
     out.push_back(w);
   }
   return out;
