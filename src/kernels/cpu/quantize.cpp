@@ -52,10 +52,9 @@ void quantize_row_q8_0(const float* src, uint8_t* dst, int64_t n) {
     const float* x = src + b * 32;
     float amax = 0.0f;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    store_f16(d, dst);
-    for (int j = 0; j < 32; ++j) dst[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
+    const Int8Scale s = int8_scale(amax);
+    store_f16(s.scale, dst);
+    for (int j = 0; j < 32; ++j) dst[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * s.inverse)));
   }
 }
 
