@@ -206,8 +206,8 @@ ZL_AVX512 void packed_bf16_tile(const WeightMatrix& w, const MatmulInput& in, in
 // Rows [row_begin, row_end) of a packed bf16 matrix (no AMX): decode
 // batches group by group, each token tile on a group before the next while
 // the next group is read ahead (ReadAhead; dummy:llama-1b on the Xeon VM
-// without AMX, 8 / 16 tokens a step: 49 -> 63 / 57-58 -> 66 tokens/s);
-// one token tile, or prefill, token tile by token tile over the rows.
+// without AMX, 8 / 16 tokens a step: 49 -> 63 / 57-58 -> 66 tokens/s; 4
+// tokens: 38-40 -> 44); prefill token tile by token tile over the rows.
 ZL_AVX512 void packed_bf16_rows(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                                 float* y, int64_t ldy) {
   const int64_t g_begin = row_begin / kPackRows, g_end = (row_end + kPackRows - 1) / kPackRows;

@@ -710,20 +710,21 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
   });
 }
 
-// A decode batch of 5-8 tokens on packed rows runs as one pass: every token
-// on each group of 16 rows, so the codes come from memory once, read
-// kOnePassAhead blocks ahead in the one stream the groups make. (Strips of
+// A decode batch of 1-8 tokens on packed rows runs as one pass: every token
+// on each group of 16 packed rows, the codes read kOnePassAhead blocks
+// ahead in the one stream the groups make, so they come from memory once
+// and the stream does not wait on the hardware prefetchers. (Strips of
 // token tiles of 4 left the memory idle while the second tile ran from L2:
 // q8_0 / q4_k at 8 tokens from memory ran at 0.65 / 0.37 of the weight
-// read's rate, now 0.67-0.74 / 0.51-0.56: bench/results/roofline.)
+// read's rate, then 0.67-0.74 / 0.51-0.56; without the read-ahead, 1 token
+// of q4_0 / q4_k streamed ~20 GB/s against q8_0's ~27: bench/results/roofline.)
 constexpr int64_t kOnePassMaxTokens = 2 * kTokenTile;
 constexpr int64_t kOnePassAhead = 16;
 
 // Not where the AMX tiles take the batch (Q8_0 and I8 from 8 tokens).
 template <DType D>
 bool one_pass(const WeightMatrix& w, const MatmulInput& in) {
-  return w.packed != nullptr && in.num_tokens > kTokenTile && in.num_tokens <= kOnePassMaxTokens &&
-         !use_amx<D>(w, in);
+  return w.packed != nullptr && in.num_tokens <= kOnePassMaxTokens && !use_amx<D>(w, in);
 }
 
 template <DType D>
@@ -740,6 +741,10 @@ ZL_AVX512 void one_pass_tokens(const WeightMatrix& w, const MatmulInput& in, int
     }
   };
   switch (in.num_tokens) {
+    case 1: return run.template operator()<1>();
+    case 2: return run.template operator()<2>();
+    case 3: return run.template operator()<3>();
+    case 4: return run.template operator()<4>();
     case 5: return run.template operator()<5>();
     case 6: return run.template operator()<6>();
     case 7: return run.template operator()<7>();
@@ -811,7 +816,7 @@ ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t
                            float* y, int64_t ldy) {
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
   if (one_pass<D>(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
-  if (use_amx<D>(w, in) || in.num_tokens <= kTokenTile) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+  if (use_amx<D>(w, in)) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/in.num_tokens >= kPanelMinTokens);
 }
 

@@ -155,10 +155,8 @@ inline void each_token_tile(int64_t num_tokens, F&& f) {
 // (prefill) the kernels run each token tile over a row block (matmul.cpp
 // rows_per_block), as compute, not the weight stream, sets the pace.
 constexpr int64_t kGroupFirstMaxTokens = 64;
-// A decode batch that runs group by group: several token tiles, up to kGroupFirstMaxTokens.
-inline bool group_first(int64_t num_tokens) {
-  return num_tokens > kTokenTile && num_tokens <= kGroupFirstMaxTokens;
-}
+// A decode batch, which runs group by group: up to kGroupFirstMaxTokens.
+inline bool group_first(int64_t num_tokens) { return num_tokens <= kGroupFirstMaxTokens; }
 
 // Lanes of the packed group of rows [rg, rg + 16) that a tile of rows
 // [row_lo, row_end) stores (a __mmask16): groups cut by the tile's edges are
