@@ -817,7 +817,7 @@ ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
   if (one_pass<D>(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
   if (use_amx<D>(w, in)) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
-  strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/in.num_tokens >= kPanelMinTokens);
+  strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/true);  // 9 tokens or more
 }
 
 }  // namespace
