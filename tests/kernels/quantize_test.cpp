@@ -53,6 +53,44 @@ TEST_P(Q5QuantizeTest, QuantizesAsGgmlReference) {
 INSTANTIATE_TEST_SUITE_P(Types, Q5QuantizeTest, ::testing::Values(DType::kQ5_0, DType::kQ5_1),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
+// A weight block so small that 1 / its scale overflows (max |x| 2e-38; the
+// f16 scale stores 0): every value gets the code of 0 (Q4_0 8, Q5_0 16,
+// Q5_1 0 above its min), not an int conversion of inf, which C++ leaves
+// undefined (x86 happened to give code 0, that is -8 and -16 times d).
+TEST(WeightQuantizeTest, BlockTooSmallForItsInverseGetsTheCodesOfZero) {
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[static_cast<size_t>(j)] = j % 2 ? 1e-38f : -2e-38f;
+  struct Case {
+    DType dtype;
+    void (*quantize)(const float*, uint8_t*, int64_t);
+    int zero_code;
+  };
+  for (const Case& c : {Case{DType::kQ4_0, quantize_row_q4_0, 8}, Case{DType::kQ5_0, quantize_row_q5_0, 16},
+                        Case{DType::kQ5_1, quantize_row_q5_1, 0}}) {
+    std::vector<uint8_t> block(static_cast<size_t>(dtype_block_bytes(c.dtype)), 0xa5);
+    c.quantize(x.data(), block.data(), 32);
+    std::vector<uint8_t> codes(32);
+    if (c.dtype == DType::kQ4_0) {
+      for (int j = 0; j < 16; ++j) {
+        codes[static_cast<size_t>(j)] = block[2 + j] & 0x0f;
+        codes[static_cast<size_t>(j + 16)] = block[2 + j] >> 4;
+      }
+    } else {
+      // qh (bit j: code j's bit 4) then qs (byte j: code j's low nibble, j + 16's high).
+      const uint8_t* qh_qs = block.data() + (c.dtype == DType::kQ5_0 ? 2 : 4);
+      uint32_t qh = 0;
+      std::memcpy(&qh, qh_qs, 4);
+      for (int j = 0; j < 16; ++j) {
+        codes[static_cast<size_t>(j)] = static_cast<uint8_t>((qh_qs[4 + j] & 0x0f) | ((qh >> j) & 1) << 4);
+        codes[static_cast<size_t>(j + 16)] = static_cast<uint8_t>((qh_qs[4 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+      }
+    }
+    EXPECT_EQ(block[0] | block[1], 0) << dtype_name(c.dtype) << ": the f16 scale of 2e-38 / 8 is 0";
+    for (int j = 0; j < 32; ++j)
+      EXPECT_EQ(codes[static_cast<size_t>(j)], c.zero_code) << dtype_name(c.dtype) << " value " << j;
+  }
+}
+
 // The AVX-512 and AVX2 activation quantizers give the scalar one's bytes:
 // codes, scales and d * sum(q), over blocks of random values, zeros, exact
 // ties of round-to-nearest-even, huge and negative-only values, and values

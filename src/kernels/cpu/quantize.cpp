@@ -63,7 +63,7 @@ void quantize_row_q4_0(const float* src, uint8_t* dst, int64_t n) {
     const float* x = src + b * 32;
     // The value of largest magnitude, with its sign, maps to -8.
     const float d = signed_absmax(x) / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = finite_inverse(d);
     store_f16(d, dst);
     for (int j = 0; j < 16; ++j) {
       int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
@@ -78,7 +78,7 @@ void quantize_row_q5_0(const float* src, uint8_t* dst, int64_t n) {
     const float* x = src + b * 32;
     // As Q4_0: the value of largest magnitude, with its sign, maps to -16.
     const float d = signed_absmax(x) / -16.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = finite_inverse(d);
     store_f16(d, dst);
     uint8_t codes[32];
     for (int j = 0; j < 32; ++j)
@@ -97,7 +97,7 @@ void quantize_row_q5_1(const float* src, uint8_t* dst, int64_t n) {
       max = std::max(max, x[j]);
     }
     const float d = (max - min) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = finite_inverse(d);
     store_f16(d, dst);
     store_f16(min, dst + 2);
     uint8_t codes[32];

@@ -28,17 +28,22 @@ void quantize_row_q4_k(const float* src, uint8_t* dst, int64_t n);
 void quantize_row_q6_k(const float* src, uint8_t* dst, int64_t n);
 // Symmetric int8: scale = max|x| / 127, q = round(x / scale). Returns the scale.
 float quantize_row_i8(const float* src, int8_t* dst, int64_t n);
-// The scale of symmetric int8 codes of values whose max |x| is amax, and the
-// multiplier the codes come from (q = round(x * inverse)): 0 where 1 / scale
-// is not finite (amax 0, or below ~3.7e-37, where it overflows), so that
-// such values all get code 0 instead of converting inf or NaN to an int,
-// which C++ leaves undefined.
+// The multiplier codes come from (q = round(x * inverse)) for a block scale
+// d: 0 where 1 / d is not finite (d 0, or so small that it overflows), so
+// that such a block's values all get the code of 0 instead of converting
+// inf or NaN to an int, which C++ leaves undefined.
+inline float finite_inverse(float d) {
+  const float inverse = 1.0f / d;
+  return std::isfinite(inverse) ? inverse : 0.0f;
+}
+// The scale of symmetric int8 codes of values whose max |x| is amax, and
+// its finite_inverse (0 for amax below ~3.7e-37).
 struct Int8Scale {
   float scale, inverse;
 };
 inline Int8Scale int8_scale(float amax) {
-  const float scale = amax / 127.0f, inverse = 1.0f / scale;
-  return {scale, std::isfinite(inverse) ? inverse : 0.0f};
+  const float scale = amax / 127.0f;
+  return {scale, finite_inverse(scale)};
 }
 
 // Activations of num_rows rows of n (multiple of 32) values:
