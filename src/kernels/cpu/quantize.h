@@ -1,7 +1,9 @@
 // Quantizers. Weights: f32 rows to GGUF Q8_0 / Q4_0 / Q5_0 / Q5_1 blocks
 // (bit-identical to ggml's reference quantize_row_q8_0_ref, _q4_0_ref,
 // _q5_0_ref, _q5_1_ref, so a file we write is what llama-quantize would write
-// from the same f32 weights) and to int8 with one scale per row.
+// from the same f32 weights; but for a block too small for 1 / its scale,
+// where ggml's int conversion of inf is undefined: finite_inverse) and to
+// int8 with one scale per row.
 // Activations: f32 rows to int8 blocks of 32 with an f32 scale each (ggml's
 // Q8_0 activation format), the input of the integer dot products of the
 // quantized matmul kernels.
