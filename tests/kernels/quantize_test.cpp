@@ -76,16 +76,9 @@ TEST(WeightQuantizeTest, BlockTooSmallForItsInverseGetsTheCodesOfZero) {
         codes[static_cast<size_t>(j + 16)] = block[2 + j] >> 4;
       }
     } else {
-      // qh (bit j: code j's bit 4) then qs (byte j: code j's low nibble, j + 16's high).
-      const uint8_t* qh_qs = block.data() + (c.dtype == DType::kQ5_0 ? 2 : 4);
-      uint32_t qh = 0;
-      std::memcpy(&qh, qh_qs, 4);
-      for (int j = 0; j < 16; ++j) {
-        codes[static_cast<size_t>(j)] = static_cast<uint8_t>((qh_qs[4 + j] & 0x0f) | ((qh >> j) & 1) << 4);
-        codes[static_cast<size_t>(j + 16)] = static_cast<uint8_t>((qh_qs[4 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
-      }
+      q5_codes(c.dtype, block.data(), codes.data());
     }
-    EXPECT_EQ(block[0] | block[1], 0) << dtype_name(c.dtype) << ": the f16 scale of 2e-38 / 8 is 0";
+    EXPECT_EQ(block[0] | block[1], 0) << dtype_name(c.dtype) << ": the f16 scale of so small a block is 0";
     for (int j = 0; j < 32; ++j)
       EXPECT_EQ(codes[static_cast<size_t>(j)], c.zero_code) << dtype_name(c.dtype) << " value " << j;
   }
