@@ -2,7 +2,9 @@
 // lines: GB/s of weights streamed and GFLOP/s. The sweep the forward-pass
 // numbers of decode_bench are explained by.
 // Usage: matmul_bench [--rows 8192] [--cols 2048] [--tokens 1,8,64,512] [--threads 2] [--runs 5]
-//                     [--copies 1]
+//                     [--copies 1] [--formats f32,bf16,f16,int8,q8_0,q4_0]
+// --formats also takes q5_0, q5_1, q4_k, q6_k (quantized here) and q5_k,
+// q3_k, q2_k, iq4_nl, iq4_xs (random blocks: formats read from GGUF only).
 // A matrix that fits the last-level cache (260 MiB on the Xeon VM) is read
 // from there by every run after the first, where a decode step streams its
 // weights from memory; --copies N makes N copies of each layout and runs them
@@ -10,7 +12,9 @@
 // memory as a model's step is.
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -44,6 +48,44 @@ std::vector<zl::WeightMatrix> copy_matrix(const zl::WeightMatrix& m, int copies,
   return out;
 }
 
+// The formats read from GGUF only (no quantizer here) by name, as
+// dtype_name spells them in lower case.
+std::optional<zl::DType> gguf_only_format(const std::string& name) {
+  for (zl::DType d : {zl::DType::kQ5_K, zl::DType::kQ3_K, zl::DType::kQ2_K, zl::DType::kIQ4_NL, zl::DType::kIQ4_XS}) {
+    std::string lower = zl::dtype_name(d);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name == lower) return d;
+  }
+  return std::nullopt;
+}
+
+// The matrix of format `name`: wf [rows, cols] converted through the
+// loader's own path (a quantization: int8, q8_0, q4_0, q5_0, ...; or a
+// float dtype), or random blocks of a format read from GGUF only.
+zl::StatusOr<zl::WeightMatrix> bench_matrix(const std::string& name, const float* wf, int64_t rows, int64_t cols,
+                                            zl::ModelWeights& storage) {
+  if (std::optional<zl::DType> d = gguf_only_format(name)) {
+    zl::WeightMatrix w;
+    w.dtype = *d;
+    w.rows = rows;
+    w.cols = cols;
+    uint8_t* data = storage.allocate_bytes(rows * w.row_bytes());
+    for (int64_t r = 0; r < rows; ++r) zl::random_gguf_blocks(*d, static_cast<uint32_t>(r), data + r * w.row_bytes(), cols);
+    w.data = data;
+    return w;
+  }
+  zl::WeightFormat f;
+  zl::Status s = zl::parse_quantization_flag(name, f);
+  if (!s.ok()) s = zl::parse_dtype_flag(name, f);
+  if (!s.ok()) return s;
+  zl::TensorInfo info;
+  info.name = "w";
+  info.shape = {rows, cols};
+  info.data = reinterpret_cast<const uint8_t*>(wf);
+  info.num_bytes = static_cast<uint64_t>(rows * cols * 4);
+  return zl::convert_matrix(info, f, storage);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,22 +113,11 @@ int main(int argc, char** argv) {
   std::vector<float> x(static_cast<size_t>(max_tokens * cols)), y(static_cast<size_t>(max_tokens * rows));
   for (float& v : x) v = u(rng);
   for (const std::string& name : formats) {
-    zl::WeightFormat f;
-    // A quantization (int8, q8_0, q4_0, q5_0, ...) or else a float dtype.
-    zl::Status s = zl::parse_quantization_flag(name, f);
-    if (!s.ok()) s = zl::parse_dtype_flag(name, f);
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
+    auto w = bench_matrix(name, wf, rows, cols, storage);
+    if (!w.ok()) {
+      std::fprintf(stderr, "--formats %s: %s\n", name.c_str(), w.status().to_string().c_str());
       return 1;
     }
-    zl::TensorIndex index;
-    zl::TensorInfo info;
-    info.name = "w";
-    info.shape = {rows, cols};
-    info.data = reinterpret_cast<const uint8_t*>(wf);
-    info.num_bytes = static_cast<uint64_t>(rows * cols * 4);
-    auto w = zl::convert_matrix(info, f, storage);
-    if (!w.ok()) return 1;
     // Quantized formats run as stored and, on AVX-512, packed as the loader packs them.
     std::vector<zl::WeightMatrix> layouts = {*w};
     if (zl::cpu::active_isa() == zl::cpu::Isa::kAvx512 && zl::cpu::packed_bytes(*w) > 0) {

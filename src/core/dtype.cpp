@@ -1,5 +1,8 @@
 #include "core/dtype.h"
 
+#include <cstring>
+#include <random>
+
 #include "core/check.h"
 
 namespace zl {
@@ -287,6 +290,30 @@ void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems) {
       }
       return;
     }
+  }
+}
+
+void random_gguf_blocks(DType dtype, uint32_t seed, uint8_t* dst, int64_t cols) {
+  CHECK(dtype == DType::kQ5_K || dtype == DType::kQ3_K || dtype == DType::kQ2_K || dtype == DType::kIQ4_NL ||
+           dtype == DType::kIQ4_XS);
+  std::mt19937 rng(seed);
+  const int64_t block_bytes = dtype_block_bytes(dtype), blocks = cols / dtype_block_elems(dtype);
+  // d such that the largest code times the largest integer scale is ~1.
+  const float unit = dtype == DType::kQ5_K     ? 1.0f / (63 * 31)
+                     : dtype == DType::kQ3_K   ? 1.0f / (32 * 4)
+                     : dtype == DType::kQ2_K   ? 1.0f / (15 * 3)
+                     : dtype == DType::kIQ4_XS ? 1.0f / (32 * 127)
+                                               : 1.0f / 127;
+  // Byte offsets of the f16 d and dmin (-1: none) in a block.
+  const int d_at = dtype == DType::kQ3_K ? 108 : dtype == DType::kQ2_K ? 80 : 0;
+  const int dmin_at = dtype == DType::kQ5_K ? 2 : dtype == DType::kQ2_K ? 82 : -1;
+  std::uniform_real_distribution<float> around(0.5f, 1.5f);
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint8_t* p = dst + b * block_bytes;
+    for (int64_t i = 0; i < block_bytes; ++i) p[i] = static_cast<uint8_t>(rng());
+    const uint16_t d = f32_to_f16(unit * around(rng)), dmin = f32_to_f16(0.25f * unit * around(rng));
+    std::memcpy(p + d_at, &d, 2);
+    if (dmin_at >= 0) std::memcpy(p + dmin_at, &dmin, 2);
   }
 }
 

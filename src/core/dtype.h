@@ -177,4 +177,10 @@ void kquant_block(DType dtype, const uint8_t* p, int j, int8_t* codes, float* sc
 //   IQ4_XS: sc[0..7] (6 bits each, 32 above the signed scale), d_bits[0] = d.
 void kquant_scales(DType dtype, const uint8_t* p, uint8_t* sc, uint8_t* mins, uint16_t* d_bits);
 
+// cols / block elements of random blocks of a format read from GGUF only
+// (Q5_K, Q3_K, Q2_K, IQ4_NL, IQ4_XS: no quantizer here), every code, scale
+// and min pattern possible, with f16 scales that put the values at about
+// |1| (dmin a quarter of d): test and benchmark matrices of those formats.
+void random_gguf_blocks(DType dtype, uint32_t seed, uint8_t* dst, int64_t cols);
+
 }  // namespace zl

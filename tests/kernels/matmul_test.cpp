@@ -40,42 +40,6 @@ struct Quantized {
   }
 };
 
-// Byte offsets of the f16 scales in a block of the formats read from GGUF
-// only (no quantizer here): {d, dmin} (-1: none).
-struct ScaleFields {
-  int d, dmin;
-};
-ScaleFields scale_fields(DType dtype) {
-  switch (dtype) {
-    case DType::kQ5_K: return {0, 2};
-    case DType::kQ3_K: return {108, -1};
-    case DType::kQ2_K: return {80, 82};
-    default: return {0, -1};  // IQ4_NL, IQ4_XS
-  }
-}
-
-// Random blocks (every code, scale and min pattern occurs) for those
-// formats, with f16 scales that put the values at about |1|: d such that the
-// largest code times the largest integer scale is ~1, dmin a quarter of that.
-void random_blocks(DType dtype, uint32_t seed, uint8_t* dst, int64_t cols) {
-  std::mt19937 rng(seed);
-  const int64_t block_bytes = dtype_block_bytes(dtype), blocks = cols / dtype_block_elems(dtype);
-  const float unit = dtype == DType::kQ5_K   ? 1.0f / (63 * 31)
-                     : dtype == DType::kQ3_K ? 1.0f / (32 * 4)
-                     : dtype == DType::kQ2_K ? 1.0f / (15 * 3)
-                     : dtype == DType::kIQ4_XS ? 1.0f / (32 * 127)
-                                               : 1.0f / 127;
-  std::uniform_real_distribution<float> around(0.5f, 1.5f);
-  const ScaleFields fields = scale_fields(dtype);
-  for (int64_t b = 0; b < blocks; ++b) {
-    uint8_t* p = dst + b * block_bytes;
-    for (int64_t i = 0; i < block_bytes; ++i) p[i] = static_cast<uint8_t>(rng());
-    const uint16_t d = f32_to_f16(unit * around(rng)), dmin = f32_to_f16(0.25f * unit * around(rng));
-    std::memcpy(p + fields.d, &d, 2);
-    if (fields.dmin >= 0) std::memcpy(p + fields.dmin, &dmin, 2);
-  }
-}
-
 Quantized make_matrix(DType dtype, const std::vector<float>& f, int64_t rows, int64_t cols) {
   Quantized q;
   q.w.dtype = dtype;
@@ -107,7 +71,7 @@ Quantized make_matrix(DType dtype, const std::vector<float>& f, int64_t rows, in
       case DType::kQ3_K:
       case DType::kQ2_K:
       case DType::kIQ4_NL:
-      case DType::kIQ4_XS: random_blocks(dtype, static_cast<uint32_t>(r * 7919 + rows), dst, cols); break;
+      case DType::kIQ4_XS: random_gguf_blocks(dtype, static_cast<uint32_t>(r * 7919 + rows), dst, cols); break;
     }
   }
   q.w.data = q.data.data();
