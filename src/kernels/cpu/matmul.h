@@ -74,10 +74,11 @@ namespace cpu {
 //          [G, S, 288 bytes] (Q6_K): 16 lanes of f16 d, then [16 half blocks,
 //          16 lanes] int8 scales;
 //          [G, S, 160 bytes] (IQ4_XS): 16 lanes of f16 d, then [8 blocks, 16
-//          lanes] int8 scales (the 6-bit ones less 32); (Q3_K) as Q6_K's, the
-//          6-bit scales less 32; [G, S, 320 bytes] (Q2_K): 16 lanes of f16 d,
-//          16 of f16 dmin, then [8 blocks, 16 lanes, 2 halves] scale | min << 4
-//          (a lane's two halves one 16-bit word: vpmaddwd's pair).
+//          lanes] int8 scales (the 6-bit ones less 32); (Q3_K) 16 lanes of f16
+//          d, then [8 blocks, 16 lanes, 2 halves] int8 scales (the 6-bit ones
+//          less 32); [G, S, 320 bytes] (Q2_K): 16 lanes of f16 d, 16 of f16
+//          dmin, then [8 blocks, 16 lanes, 2 halves] scale | min << 4 (a
+//          lane's two halves side by side: vpmaddwd's pair once widened).
 // bf16 (C = ceil(cols / 2) column pairs): [G, C, 16 lanes of 4 bytes], lane i of
 // vector c = row 16g + i's columns 2c, 2c + 1 as stored (a missing last column: 0).
 // f16: groups in panels of 3 (kF16PanelGroups; the last panel holds the 1-3

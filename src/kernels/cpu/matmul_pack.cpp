@@ -99,9 +99,9 @@ void put_block_codes(DType dtype, const int8_t* codes, uint8_t* v) {
 
 // Lane `lane` of super-block sb's scales (matmul.h): Q4_K / Q5_K d, dmin, then
 // the blocks' scales and mins; Q6_K d, then the half blocks' scales; Q3_K
-// the same less 32; Q2_K d, dmin, then each block's two half blocks'
-// scale and min nibbles as stored, side by side; IQ4_XS d, then the blocks'
-// scales less 32.
+// d, then each block's two half blocks' scales less 32, side by side; Q2_K
+// d, dmin, then each block's two half blocks' scale and min nibbles as
+// stored, side by side; IQ4_XS d, then the blocks' scales less 32.
 void pack_kscales(const WeightMatrix& w, const uint8_t* superblock, int64_t lane, uint8_t* e) {
   uint8_t sc[16], mins[16];
   uint16_t d_bits[2];
@@ -110,7 +110,7 @@ void pack_kscales(const WeightMatrix& w, const uint8_t* superblock, int64_t lane
   if (w.dtype == DType::kIQ4_XS) {
     for (int j = 0; j < 8; ++j) e[32 + 16 * j + lane] = static_cast<uint8_t>(sc[j] - 32);
   } else if (w.dtype == DType::kQ3_K) {
-    for (int k = 0; k < 16; ++k) e[32 + 16 * k + lane] = static_cast<uint8_t>(sc[k] - 32);
+    for (int k = 0; k < 16; ++k) e[32 + 32 * (k / 2) + 2 * lane + k % 2] = static_cast<uint8_t>(sc[k] - 32);
   } else if (w.dtype == DType::kQ2_K) {
     std::memcpy(e + 32 + 2 * lane, &d_bits[1], 2);
     for (int k = 0; k < 16; ++k) e[64 + 32 * (k / 2) + 2 * lane + k % 2] = static_cast<uint8_t>(sc[k] | mins[k] << 4);

@@ -25,10 +25,10 @@
 //   Q4_K: u = 16 * code (0..15), no offset:  acc_i += (d * sc / 16) * (d_x * D_i) - min_i * d_x * sum(q)
 //   Q5_K: u = 8 * code (0..31), the same with d * sc / 8 (Q5_1: d / 8, min -m)
 //   Q6_K: u = code + 32, per half h:         acc_i += (d * sc_h) * d_x * float(D_ih - 32 * sum_h(q))
-//   Q3_K: u = 8 * (code + 4), the same with (d * (sc_h - 32) / 8)
-// (the integer corrections exact); Q2_K, u = code (0..3), whose halves' dots
-// C_h = sum_h(code q) and sums S_h = sum_h(q) fit 16 bits, sums the halves
-// in integers (vpmaddwd, exact):
+// (the integer corrections exact); Q3_K, u = code + 4 (0..7), and Q2_K, u =
+// code (0..3), whose halves' dots C_h = sum_h(code q) and sums S_h = sum_h(q)
+// fit 16 bits, sum the halves in integers (vpmaddwd, exact):
+//   Q3_K: C_h = D_ih - 4 S_h:                acc_i += d_x * (d * sum_h (sc_h - 32) C_h)
 //   Q2_K:                                    acc_i += d_x * (d * sum_h sc_h C_h - dmin * sum_h m_h S_h)
 // They, Q5_0, Q5_1 and IQ4_NL are read packed only (the loader packs every
 // matrix on AVX-512); an unpacked one goes to the AVX2 kernels, which read
@@ -59,9 +59,9 @@ constexpr int kGroup = 16;  // rows per vector
 static_assert(kGroup == kPackRows);
 
 // A block's weight scales per lane: dw (k-quants: of the first half block),
-// hi (Q6_K, Q3_K: of the second half), min (Q4_K, Q5_K, Q5_1). Q2_K: dw and
-// min hold the halves' integer scales and mins, two 16-bit words a lane
-// (bit cast), hi and min_hi the super-block's d and dmin.
+// hi (Q6_K: of the second half), min (Q4_K, Q5_K, Q5_1). Q3_K, Q2_K: dw
+// (Q2_K: and min) hold the halves' integer scales (mins), two 16-bit words a
+// lane (bit cast), hi (min_hi) the super-block's d (dmin).
 struct BlockScales {
   __m512 dw, hi, min, min_hi;
 };
@@ -209,31 +209,22 @@ struct PackedRows {
       const __m512i high = _mm512_load_si512(e + 4 * 64);
       for (int k = 0; k < 8; ++k)  // v[k] | (high << (7 - k)) & top
         v[k] = _mm512_ternarylogic_epi32(v[k], _mm512_sll_epi32(high, _mm_cvtsi32_si128(7 - k)), top, 0xf8);
-    } else if constexpr (D == DType::kQ2_K) {
-      // u = code: bits 0, 1 of code 4k + j from bits 8j + 2q, + 1 of vector
-      // k / 4 (q = k % 4).
+    } else if constexpr (D == DType::kQ2_K || D == DType::kQ3_K) {
+      // u = code (Q2_K) or code + 4 (Q3_K): bits 0, 1 of code 4k + j from bits
+      // 8j + 2q, + 1 of vector k / 4 (q = k % 4); Q3_K's bit 2 from bit 8j + k
+      // of vector 2.
       const __m512i low2 = _mm512_set1_epi8(0x03);
       for (int c = 0; c < 2; ++c) {
         const __m512i h = _mm512_load_si512(e + 64 * c);
         for (int q = 0; q < 4; ++q) v[4 * c + q] = _mm512_and_si512(_mm512_srli_epi32(h, 2 * q), low2);
       }
-    } else if constexpr (D == DType::kQ3_K) {
-      // u = 8 * (code + 4), 0..63 as Q6_K's: bits 0, 1 of code 4k + j from
-      // bits 8j + 2q, + 1 of vector k / 4 (q = k % 4) to bits 3, 4, bit 2
-      // from bit 8j + k of vector 2 to bit 5.
-      const __m512i mid = _mm512_set1_epi8(0x18), top = _mm512_set1_epi8(0x20);
-      for (int c = 0; c < 2; ++c) {
-        const __m512i h = _mm512_load_si512(e + 64 * c);
-        const __m512i at[4] = {_mm512_slli_epi32(h, 3), _mm512_slli_epi32(h, 1), _mm512_srli_epi32(h, 1),
-                               _mm512_srli_epi32(h, 3)};
-        for (int q = 0; q < 4; ++q)  // at[q] & mid | top
-          v[4 * c + q] = _mm512_ternarylogic_epi32(at[q], mid, top, 0xea);
-      }
-      const __m512i high = _mm512_load_si512(e + 2 * 64);
-      for (int k = 0; k < 8; ++k) {  // bit 5 of v[k]: its top bit when the code's bit 2 is clear
-        const __m512i bit = k <= 5 ? _mm512_sll_epi32(high, _mm_cvtsi32_si128(5 - k))
-                                   : _mm512_srl_epi32(high, _mm_cvtsi32_si128(k - 5));
-        v[k] = _mm512_ternarylogic_epi32(v[k], bit, top, 0xd8);  // top ? bit : v
+      if constexpr (D == DType::kQ3_K) {
+        const __m512i high = _mm512_load_si512(e + 2 * 64), bit2 = _mm512_set1_epi8(0x04);
+        for (int k = 0; k < 8; ++k) {  // v[k] | (high moved to bit 2) & bit2
+          const __m512i bit = k <= 2 ? _mm512_sll_epi32(high, _mm_cvtsi32_si128(2 - k))
+                                     : _mm512_srl_epi32(high, _mm_cvtsi32_si128(k - 2));
+          v[k] = _mm512_ternarylogic_epi32(v[k], bit, bit2, 0xf8);
+        }
       }
     } else if constexpr (D == DType::kQ6_K) {
       // u = code + 32 (0..63): its low 4 bits from the nibbles, bits 4 and 5
@@ -294,10 +285,12 @@ struct PackedRows {
       s->min = _mm512_castsi512_ps(_mm512_srli_epi16(pairs, 4));
       s->hi = d;
       s->min_hi = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + 32)));
-    } else {  // Q6_K; Q3_K with u = 8 * (code + 4)
-      const __m512 scale = D == DType::kQ3_K ? _mm512_mul_ps(d, _mm512_set1_ps(1.0f / 8.0f)) : d;
-      s->dw = _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(32 + 32 * j))));
-      s->hi = _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(48 + 32 * j))));
+    } else if constexpr (D == DType::kQ3_K) {  // a lane's two halves' scales less 32, side by side
+      s->dw = _mm512_castsi512_ps(_mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(e + 32 + 32 * j))));
+      s->hi = d;
+    } else {  // Q6_K
+      s->dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(32 + 32 * j))));
+      s->hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes(48 + 32 * j))));
     }
   }
 };
@@ -338,14 +331,20 @@ struct PanelRows {
   }
 };
 
-// One Q2_K block of 16 rows (v: the codes 0..3) against one token's codes
-// xq: each half's dot C_h = sum(code q), |C_h| <= 3 * 128 * 16, and sum
-// S_h = sum(q), |S_h| <= 128 * 16, fit 16 bits, so one vpmaddwd with the
-// halves' scale (min) pairs gives sum_h sc_h C_h (sum_h m_h S_h), exact;
-// two conversions and three float steps a block, on one accumulator chain.
-ZL_AVX512 inline __m512 q2k_block(const __m512i* v, const BlockScales& s, const uint8_t* xq, const int32_t* sum16,
-                                  __m512 dx, __m512 acc) {
+// One Q2_K (Q3_K) block of 16 rows (v: the codes 0..3; codes + 4) against
+// one token's codes xq: each half's dot C_h = sum(code q), |C_h| <= 4 * 128
+// * 16 (the chains start at -4 S_h for Q3_K), and sum S_h = sum(q), |S_h| <=
+// 128 * 16, fit 16 bits, so one vpmaddwd with the halves' scale (min)
+// pairs gives sum_h sc_h C_h (sum_h m_h S_h), exact; one conversion (Q2_K:
+// two) and two float steps (three) a block, one on the accumulator.
+template <DType D>
+ZL_AVX512 inline __m512 pair_scaled_block(const __m512i* v, const BlockScales& s, const uint8_t* xq,
+                                          const int32_t* sum16, __m512 dx, __m512 acc) {
   __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
+  if constexpr (D == DType::kQ3_K) {
+    c0 = _mm512_set1_epi32(-4 * sum16[0]);
+    c1 = _mm512_set1_epi32(-4 * sum16[1]);
+  }
   for (int k = 0; k < 4; ++k) {
     int32_t x0, x1;
     std::memcpy(&x0, xq + 4 * k, 4);
@@ -355,20 +354,23 @@ ZL_AVX512 inline __m512 q2k_block(const __m512i* v, const BlockScales& s, const 
   }
   // Each lane's C_0 in its low word, C_1 in its high one.
   const __m512i dots = _mm512_mask_mov_epi16(c0, 0xaaaaaaaa, _mm512_slli_epi32(c1, 16));
-  const int32_t sums = static_cast<int32_t>(static_cast<uint16_t>(sum16[0]) | static_cast<uint32_t>(sum16[1]) << 16);
   const __m512i scaled = _mm512_madd_epi16(dots, _mm512_castps_si512(s.dw));
-  const __m512i mins = _mm512_madd_epi16(_mm512_castps_si512(s.min), _mm512_set1_epi32(sums));
-  const __m512 f = _mm512_fnmadd_ps(s.min_hi, _mm512_cvtepi32_ps(mins), _mm512_mul_ps(s.hi, _mm512_cvtepi32_ps(scaled)));
+  __m512 f = _mm512_mul_ps(s.hi, _mm512_cvtepi32_ps(scaled));
+  if constexpr (D == DType::kQ2_K) {
+    const int32_t sums = static_cast<int32_t>(static_cast<uint16_t>(sum16[0]) | static_cast<uint32_t>(sum16[1]) << 16);
+    const __m512i mins = _mm512_madd_epi16(_mm512_castps_si512(s.min), _mm512_set1_epi32(sums));
+    f = _mm512_fnmadd_ps(s.min_hi, _mm512_cvtepi32_ps(mins), f);
+  }
   return _mm512_fmadd_ps(f, dx, acc);
 }
 
-// One Q6_K block of 16 rows (v: codes + 32; Q3_K: 8 codes + 32) against one
-// token's codes xq: each half's integer dot, less 32 times the half's
-// sum(q) (exact), scaled.
+// One Q6_K block of 16 rows (v: codes + 32) against one token's codes xq:
+// each half's integer dot, less 32 times the half's sum(q) (exact), scaled
+// (Q3_K, Q2_K: pair_scaled_block).
 template <DType D>
 ZL_AVX512 inline __m512 half_scaled_block(const __m512i* v, const BlockScales& s, const uint8_t* xq,
                                           const int32_t* sum16, __m512 dx, __m512 acc) {
-  if constexpr (D == DType::kQ2_K) return q2k_block(v, s, xq, sum16, dx, acc);
+  if constexpr (D != DType::kQ6_K) return pair_scaled_block<D>(v, s, xq, sum16, dx, acc);
   __m512i d0 = _mm512_set1_epi32(-32 * sum16[0]), d1 = _mm512_set1_epi32(-32 * sum16[1]);
   for (int k = 0; k < 4; ++k) {
     int32_t x0, x1;
