@@ -331,6 +331,23 @@ struct PanelRows {
   }
 };
 
+// Each half's integer dot of one block of 16 rows (v[0..3], v[4..7]) with
+// one token's codes xq, the chains started at -bias * sum_h(q): the dots of
+// the codes without their bias (exact).
+template <int Bias>
+ZL_AVX512 inline void half_dots(const __m512i* v, const uint8_t* xq, const int32_t* sum16, __m512i* c0,
+                                __m512i* c1) {
+  *c0 = _mm512_set1_epi32(-Bias * sum16[0]);
+  *c1 = _mm512_set1_epi32(-Bias * sum16[1]);
+  for (int k = 0; k < 4; ++k) {
+    int32_t x0, x1;
+    std::memcpy(&x0, xq + 4 * k, 4);
+    std::memcpy(&x1, xq + 4 * k + 16, 4);
+    *c0 = _mm512_dpbusd_epi32(*c0, v[k], _mm512_set1_epi32(x0));
+    *c1 = _mm512_dpbusd_epi32(*c1, v[k + 4], _mm512_set1_epi32(x1));
+  }
+}
+
 // One Q2_K (Q3_K) block of 16 rows (v: the codes 0..3; codes + 4) against
 // one token's codes xq: each half's dot C_h = sum(code q), |C_h| <= 4 * 128
 // * 16 (the chains start at -4 S_h for Q3_K), and sum S_h = sum(q), |S_h| <=
@@ -340,18 +357,8 @@ struct PanelRows {
 template <DType D>
 ZL_AVX512 inline __m512 pair_scaled_block(const __m512i* v, const BlockScales& s, const uint8_t* xq,
                                           const int32_t* sum16, __m512 dx, __m512 acc) {
-  __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
-  if constexpr (D == DType::kQ3_K) {
-    c0 = _mm512_set1_epi32(-4 * sum16[0]);
-    c1 = _mm512_set1_epi32(-4 * sum16[1]);
-  }
-  for (int k = 0; k < 4; ++k) {
-    int32_t x0, x1;
-    std::memcpy(&x0, xq + 4 * k, 4);
-    std::memcpy(&x1, xq + 4 * k + 16, 4);
-    c0 = _mm512_dpbusd_epi32(c0, v[k], _mm512_set1_epi32(x0));
-    c1 = _mm512_dpbusd_epi32(c1, v[k + 4], _mm512_set1_epi32(x1));
-  }
+  __m512i c0, c1;
+  half_dots<D == DType::kQ3_K ? 4 : 0>(v, xq, sum16, &c0, &c1);
   // Each lane's C_0 in its low word, C_1 in its high one.
   const __m512i dots = _mm512_mask_mov_epi16(c0, 0xaaaaaaaa, _mm512_slli_epi32(c1, 16));
   const __m512i scaled = _mm512_madd_epi16(dots, _mm512_castps_si512(s.dw));
@@ -371,14 +378,8 @@ template <DType D>
 ZL_AVX512 inline __m512 half_scaled_block(const __m512i* v, const BlockScales& s, const uint8_t* xq,
                                           const int32_t* sum16, __m512 dx, __m512 acc) {
   if constexpr (D != DType::kQ6_K) return pair_scaled_block<D>(v, s, xq, sum16, dx, acc);
-  __m512i d0 = _mm512_set1_epi32(-32 * sum16[0]), d1 = _mm512_set1_epi32(-32 * sum16[1]);
-  for (int k = 0; k < 4; ++k) {
-    int32_t x0, x1;
-    std::memcpy(&x0, xq + 4 * k, 4);
-    std::memcpy(&x1, xq + 4 * k + 16, 4);
-    d0 = _mm512_dpbusd_epi32(d0, v[k], _mm512_set1_epi32(x0));
-    d1 = _mm512_dpbusd_epi32(d1, v[k + 4], _mm512_set1_epi32(x1));
-  }
+  __m512i d0, d1;
+  half_dots<32>(v, xq, sum16, &d0, &d1);
   acc = _mm512_fmadd_ps(s.dw, _mm512_mul_ps(_mm512_cvtepi32_ps(d0), dx), acc);
   return _mm512_fmadd_ps(s.hi, _mm512_mul_ps(_mm512_cvtepi32_ps(d1), dx), acc);
 }
