@@ -14,9 +14,9 @@
 
 #include <cctype>
 #include <chrono>
-#include <optional>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "bandwidth_probe.h"
@@ -65,6 +65,8 @@ std::optional<zl::DType> gguf_only_format(const std::string& name) {
 zl::StatusOr<zl::WeightMatrix> bench_matrix(const std::string& name, const float* wf, int64_t rows, int64_t cols,
                                             zl::ModelWeights& storage) {
   if (std::optional<zl::DType> d = gguf_only_format(name)) {
+    if (cols % zl::dtype_block_elems(*d) != 0)
+      return zl::invalid_argument("--cols ", cols, ": ", name, " needs a multiple of ", zl::dtype_block_elems(*d));
     zl::WeightMatrix w;
     w.dtype = *d;
     w.rows = rows;

@@ -295,7 +295,7 @@ void dtype_to_f32(DType dtype, const void* src, float* dst, int64_t num_elems) {
 
 void random_gguf_blocks(DType dtype, uint32_t seed, uint8_t* dst, int64_t cols) {
   CHECK(dtype == DType::kQ5_K || dtype == DType::kQ3_K || dtype == DType::kQ2_K || dtype == DType::kIQ4_NL ||
-           dtype == DType::kIQ4_XS);
+        dtype == DType::kIQ4_XS);
   std::mt19937 rng(seed);
   const int64_t block_bytes = dtype_block_bytes(dtype), blocks = cols / dtype_block_elems(dtype);
   // d such that the largest code times the largest integer scale is ~1.
