@@ -96,12 +96,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> formats = {"f32", "bf16", "f16", "int8", "q8_0", "q4_0"};
   int threads = zl::default_num_threads(), runs = 5, copies = 1;
   CLI::App app{"matmul kernel sweep"};
-  app.add_option("--rows", rows);
-  app.add_option("--cols", cols);
-  app.add_option("--tokens", tokens)->delimiter(',');
-  app.add_option("--formats", formats)->delimiter(',');
-  app.add_option("--threads", threads);
-  app.add_option("--runs", runs);
+  app.add_option("--rows", rows, "rows of the weight matrix")->check(CLI::PositiveNumber);
+  app.add_option("--cols", cols, "columns (the input width)")->check(CLI::PositiveNumber);
+  app.add_option("--tokens", tokens, "token counts to time, each a matmul of that many input rows")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--formats", formats,
+                 "weight formats: f32, bf16, f16, int8, q8_0, q4_0, q5_0, q5_1, q4_k, q6_k (quantized here); "
+                 "q5_k, q3_k, q2_k, iq4_nl, iq4_xs (random blocks)")
+      ->delimiter(',');
+  app.add_option("--threads", threads, "threads, the caller's included")->check(CLI::PositiveNumber);
+  app.add_option("--runs", runs, "timed runs per token count, after one warm-up")->check(CLI::PositiveNumber);
   app.add_option("--copies", copies, "copies of each matrix, run in turn")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   std::mt19937 rng(3);
