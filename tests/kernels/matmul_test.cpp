@@ -198,7 +198,7 @@ TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
         std::vector<float> alone(static_cast<size_t>(tokens * rows)), all(alone.size());
         for (int64_t t = 0; t < tokens; ++t)
           matmul(pool, &x[static_cast<size_t>(t * cols)], w, nullptr, &alone[static_cast<size_t>(t * rows)], 1, isa);
-        for (int64_t batch : std::initializer_list<int64_t>{tokens, 2, 3, 4, 5, 6, 7, 8}) {
+        for (int64_t batch : std::initializer_list<int64_t>{tokens, 2, 3, 4, 5, 6, 7, 8, 12, 16}) {
           matmul(pool, x.data(), w, nullptr, all.data(), batch, isa);
           for (int64_t i = 0; i < batch * rows; ++i)
             ASSERT_EQ(alone[static_cast<size_t>(i)], all[static_cast<size_t>(i)])

@@ -120,16 +120,33 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
   });
 }
 
-// A decode batch of 1-8 tokens on packed rows runs as one pass: every token
-// on each group of 16 packed rows, the codes read kOnePassAhead blocks
-// ahead in the one stream the groups make, so they come from memory once
-// and the stream does not wait on the hardware prefetchers. (Strips of
-// token tiles of 4 left the memory idle while the second tile ran from L2:
+// A decode batch of 1-16 tokens on packed rows runs as one pass: every
+// token on each group of 16 packed rows, the codes read kOnePassAhead
+// blocks ahead in the one stream the groups make, so they come from memory
+// once and the stream does not wait on the hardware prefetchers, and each
+// block's codes serve every token while they are in registers. (Strips of
+// token tiles of 4 left the memory idle while the later tiles ran from L2:
 // q8_0 / q4_k at 8 tokens from memory ran at 0.65 / 0.37 of the weight
-// read's rate, then 0.67-0.74 / 0.51-0.56; without the read-ahead, 1 token
-// of q4_0 / q4_k streamed ~20 GB/s against q8_0's ~27: bench/results/roofline.)
-constexpr int64_t kOnePassMaxTokens = 2 * kTokenTile;
+// read's rate, then 0.67-0.74 / 0.51-0.56, and at 16 tokens a 2048 x 2048
+// matmul from memory took 0.32-0.35 / 0.33 ms, then 0.26-0.27 / 0.26;
+// without the read-ahead, 1 token of q4_0 / q4_k streamed ~20 GB/s against
+// q8_0's ~27: bench/results/roofline.) Past 8 tokens the accumulators
+// outnumber the registers and live on the stack, a load and a store per
+// block and token beside its 8 vpdpbusd.
+constexpr int64_t kOnePassMaxTokens = 4 * kTokenTile;
 constexpr int64_t kOnePassAhead = 16;
+
+// f.template operator()<T>() for T = num_tokens (1 <= num_tokens <= kOnePassMaxTokens).
+template <int T = 1, class F>
+inline void with_token_count(int64_t num_tokens, F&& f) {
+  if constexpr (T == kOnePassMaxTokens) {
+    f.template operator()<T>();
+  } else if (num_tokens == T) {
+    f.template operator()<T>();
+  } else {
+    with_token_count<T + 1>(num_tokens, f);
+  }
+}
 
 // Not where the AMX tiles take the batch (Q8_0 and I8 from 8 tokens).
 template <DType D>
@@ -150,26 +167,17 @@ ZL_AVX512 void one_pass_tokens(const WeightMatrix& w, const MatmulInput& in, int
       micro<D, 1, T>(src, w, in, rg, row_begin, row_end, 0, y, ldy, &ahead);
     }
   };
-  switch (in.num_tokens) {
-    case 1: return run.template operator()<1>();
-    case 2: return run.template operator()<2>();
-    case 3: return run.template operator()<3>();
-    case 4: return run.template operator()<4>();
-    case 5: return run.template operator()<5>();
-    case 6: return run.template operator()<6>();
-    case 7: return run.template operator()<7>();
-    default: return run.template operator()<8>();
-  }
+  with_token_count(in.num_tokens, run);
 }
 
 // Rows [row_begin, row_end) x all tokens, strip by strip of 32 rows (from
 // the first computed row, as rows_for_tokens counts them): every token tile
 // runs on a strip before the next. fill: each group of 16 rows is read
 // once, as the tiles would read it (StoredRows or PackedRows), into a
-// panel, which every token tile then reads. A decode batch of 9-64 tokens
+// panel, which every token tile then reads. A decode batch of 17-64 tokens
 // of packed rows reads the next strip ahead (ReadAhead; dummy:llama-1b on
 // the Xeon VM without AMX, q8_0, 16 / 32 tokens a step: 152-154 -> 173-194 /
-// 198 -> 232-234 tokens/s); fewer than 9 run as one pass (one_pass_tokens).
+// 198 -> 232-234 tokens/s); fewer than 17 run as one pass (one_pass_tokens).
 template <DType D>
 ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy, bool fill) {
@@ -227,7 +235,7 @@ ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
   if (one_pass<D>(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
   if (use_amx<D>(w, in)) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
-  strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/true);  // 9 tokens or more
+  strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/true);  // 17 tokens or more
 }
 
 }  // namespace
