@@ -148,7 +148,8 @@ inline void with_token_count(int64_t num_tokens, F&& f) {
   }
 }
 
-// Not where the AMX tiles take the batch (Q8_0 and I8 from 8 tokens).
+// Not where the AMX tiles take the batch (Q8_0 and I8 from 8 tokens, the
+// other per-32 formats at 16).
 template <DType D>
 bool one_pass(const WeightMatrix& w, const MatmulInput& in) {
   return w.packed != nullptr && in.num_tokens <= kOnePassMaxTokens && !use_amx<D>(w, in);
@@ -177,7 +178,8 @@ ZL_AVX512 void one_pass_tokens(const WeightMatrix& w, const MatmulInput& in, int
 // panel, which every token tile then reads. A decode batch of 17-64 tokens
 // of packed rows reads the next strip ahead (ReadAhead; dummy:llama-1b on
 // the Xeon VM without AMX, q8_0, 16 / 32 tokens a step: 152-154 -> 173-194 /
-// 198 -> 232-234 tokens/s); fewer than 17 run as one pass (one_pass_tokens).
+// 198 -> 232-234 tokens/s, when 16 tokens still took the strips); fewer
+// than 17 run as one pass (one_pass_tokens).
 template <DType D>
 ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy, bool fill) {
