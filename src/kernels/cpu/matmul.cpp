@@ -138,7 +138,7 @@ namespace {
 // Quantized activations, reused across calls (sized for the largest seen).
 struct ActScratch {
   std::vector<int8_t> q;
-  std::vector<float> d, ds;
+  std::vector<float> d, ds, ds128;
   std::vector<int32_t> sum16;  // Q6_K, Q2_K only
   std::vector<float> tiles;    // MatmulInput::xtiles
 };
@@ -246,6 +246,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
     scratch.q.resize(nq);
     scratch.d.resize(nq / 32);
     scratch.ds.resize(nq / 32);
+    scratch.ds128.resize(nq / 32);
     scratch.sum16.resize(nq / 16);
   }
   if (amx && scratch.tiles.size() < nq / 32 * 3) scratch.tiles.resize(nq / 32 * 3);
@@ -266,6 +267,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
       int8_t* q = scratch.q.data() + q_at;
       float* d = scratch.d.data() + q_at / 32;
       float* ds = scratch.ds.data() + q_at / 32;
+      float* ds128 = isa == Isa::kAvx512 ? scratch.ds128.data() + q_at / 32 : nullptr;
       int32_t* sum16 = needs[i].half_sums ? scratch.sum16.data() + q_at / 16 : nullptr;
       float* tiles = amx ? scratch.tiles.data() + q_at / 32 * 3 : nullptr;
       const int64_t cols = p.in.cols;
@@ -275,6 +277,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
       // idle; the SIMD one's, quantize_simd.cpp, is not measured apart).
       auto quantize = [&](int64_t t0, int64_t t1) {
         quantize_for(isa)(g.x + t0 * cols, t1 - t0, cols, q + t0 * cols, d + t0 * cols / 32, ds + t0 * cols / 32);
+        for (int64_t i = t0 * cols / 32; ds128 != nullptr && i < t1 * cols / 32; ++i) ds128[i] = 128.0f * ds[i];
         if (sum16 != nullptr) half_block_sums(q + t0 * cols, t1 - t0, cols, sum16 + t0 * cols / 16);
         if (tiles != nullptr) tile_scales(d, ds, t0, t1, cols / 32, tiles);
       };
@@ -286,6 +289,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
       p.in.xq = q;
       p.in.xd = d;
       p.in.xds = ds;
+      p.in.xds128 = ds128;
       p.in.xsum16 = sum16;
       p.in.xtiles = tiles;
       q_at += static_cast<size_t>(padded_tokens(g.num_tokens) * cols);

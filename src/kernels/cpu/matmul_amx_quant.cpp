@@ -122,7 +122,7 @@ ZL_AMX void amx_group(const Src src, const WeightMatrix& w, const MatmulInput& i
         const int64_t b = chunk * kAmxChunk + j;
         BlockScales s;
         src.block_scales(b, &s);
-        // xtiles: dx, then xds or 128 xds as block_correction has it.
+        // xtiles: dx, then xds or 128 xds as block_corrections picks.
         const float* xs = in.xtiles + (t0 / kAmxTokens * num_blocks + b) * 3 * kAmxTokens;
         const float* xc = xs + (kMinTerm<D> ? 1 : 2) * kAmxTokens;
         for (int t = 0; t < kAmxTokens && (!Part || t < m); ++t) {

@@ -43,7 +43,7 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
       const int64_t tok = t0 + t;
       const uint8_t* xq = reinterpret_cast<const uint8_t*>(in.xq + tok * n + b * 32);
       const __m512 dx = _mm512_set1_ps(in.xd[tok * num_blocks + b]);
-      const float xds = in.xds[tok * num_blocks + b];
+      const __m512 xc = _mm512_set1_ps(block_corrections<D>(in)[tok * num_blocks + b]);
       for (int g = 0; g < G; ++g) {
         if constexpr (D == DType::kQ6_K || D == DType::kQ3_K || D == DType::kQ2_K) {
           const int32_t* sum16 = in.xsum16 + (tok * num_blocks + b) * 2;
@@ -60,7 +60,7 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
           d1 = _mm512_dpbusd_epi32(d1, v[g][k + 1], _mm512_set1_epi32(x1));
         }
         const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1));
-        acc[g][t] = block_step<D>(s[g], dot, dx, _mm512_set1_ps(block_correction<D>(xds)), acc[g][t]);
+        acc[g][t] = block_step<D>(s[g], dot, dx, xc, acc[g][t]);
       }
     }
   }

@@ -21,6 +21,11 @@ struct MatmulInput {
   const int8_t* xq = nullptr;
   const float* xd = nullptr;   // [num_tokens, cols / 32] block scales
   const float* xds = nullptr;  // [num_tokens, cols / 32] scale * sum(q) per block
+  // [num_tokens, cols / 32] 128 * xds (AVX-512): the correction of the
+  // formats whose codes carry 128, which the VNNI tiles broadcast from
+  // memory (a multiply and a broadcast there took 2 of the ~14 vector-port
+  // instructions per block and token of a one pass)
+  const float* xds128 = nullptr;
   const int32_t* xsum16 = nullptr;  // [num_tokens, cols / 16] sum(q) per half block (Q6_K, Q2_K)
   // [ceil(num_tokens / kTileTokens), cols / 32, 3, kTileTokens]: per tile and block, the
   // tokens' xd, xds and 128 xds, so that the AMX kernel broadcasts a token's

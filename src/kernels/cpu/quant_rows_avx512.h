@@ -384,19 +384,20 @@ ZL_AVX512 inline __m512 half_scaled_block(const __m512i* v, const BlockScales& s
   return _mm512_fmadd_ps(s.hi, _mm512_mul_ps(_mm512_cvtepi32_ps(d1), dx), acc);
 }
 
-// The activation term a block's float step subtracts: 128 * xds where the
-// codes carry the offset 128 (u = code + 128), xds itself where the format
-// has a min (Q4_K, Q5_K, Q5_1). Exact either way (a power of 2).
+// The activation terms a block's float step subtracts, [num_tokens, cols /
+// 32]: 128 * xds (MatmulInput::xds128) where the codes carry the offset 128
+// (u = code + 128), xds itself where the format has a min (Q4_K, Q5_K,
+// Q5_1). Exact either way (a power of 2).
 template <DType D>
 constexpr bool kMinTerm = D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ5_1;
 template <DType D>
-inline float block_correction(float xds) {
-  return kMinTerm<D> ? xds : 128.0f * xds;
+inline const float* block_corrections(const MatmulInput& in) {
+  return kMinTerm<D> ? in.xds : in.xds128;
 }
 
 // One block's float step for the formats scaled per block of 32: acc +=
 // the block's contribution, from its exact integer dot D_i (as float: exact
-// below 2^24), the activation's scale dx and xc = block_correction(xds),
+// below 2^24), the activation's scale dx and xc from block_corrections,
 // broadcast. The VNNI and AMX kernels both run it, so an output's bits do
 // not depend on which did.
 template <DType D>
