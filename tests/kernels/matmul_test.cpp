@@ -244,11 +244,12 @@ TEST_P(QuantizedMatmulTest, KernelsNearTheExactProductOfTheirCodes) {
 
 // Batch invariance at the kernel level: a token's outputs are bit-identical
 // whether it is multiplied alone (decode: weights read as stored) or among
-// 1-7 others or 19 (register tiles of 4 tokens, and for quantized formats
-// the decoded weight panel), and whatever the split over threads; with
-// packed weights too on AVX-512 (1-8 tokens in one pass over each group of
-// 16 rows; 20 in strips of 32 rows, token tile by token tile: whole strips
-// with one thread, parts of them with two).
+// 1-7, 11, 15 others or 19 (register tiles of 4 tokens, and for quantized
+// formats the decoded weight panel), and whatever the split over threads;
+// with packed weights too on AVX-512 (1-16 tokens in one pass over each
+// group of 16 rows, from 10 tokens two groups at a time, 70 rows ending in
+// one; 20 in strips of 32 rows, token tile by token tile: whole strips with
+// one thread, parts of them with two).
 TEST_P(MatmulTest, TokenResultsDoNotDependOnBatch) {
   const DType dtype = GetParam();
   std::mt19937 rng(5);

@@ -13,15 +13,16 @@ namespace {
 
 using namespace quant_avx512;
 
-// A strip's read-ahead of the next strip's packed codes and scales
-// (ReadAhead), stepped once per block by micro(): each of the strip's
-// token tiles reads 1 / (token tiles) of them.
-struct StripAhead {
-  ReadAhead codes, scales;
-  int64_t code_bytes = 0, scale_bytes = 0;  // a strip's per block
+// Up to two streams read ahead (ReadAhead), stepped once per block by
+// micro(): a strip's reads the next strip's packed codes and scales, each
+// of its token tiles 1 / (token tiles) of them; a one pass's, the codes of
+// each of its groups.
+struct BlockAhead {
+  ReadAhead stream[2];
+  int64_t bytes[2] = {0, 0};  // each stream's per block
   ZL_AVX512 void step() {
-    codes.step(code_bytes);
-    scales.step(scale_bytes);
+    stream[0].step(bytes[0]);
+    stream[1].step(bytes[1]);
   }
 };
 
@@ -29,7 +30,7 @@ struct StripAhead {
 // outside [row_lo, row_end) are computed but not stored.
 template <DType D, int G, int T, class Src>
 ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t row_lo,
-                     int64_t row_end, int64_t t0, float* y, int64_t ldy, StripAhead* ahead) {
+                     int64_t row_end, int64_t t0, float* y, int64_t ldy, BlockAhead* ahead) {
   const int64_t n = in.cols, num_blocks = n / 32;
   __m512 acc[G][T];
   for (int g = 0; g < G; ++g)
@@ -73,7 +74,7 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
 // ahead: nullptr, or the next strip's read-ahead (strip_tiles).
 template <DType D, int T>
 ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                               int64_t t0, float* y, int64_t ldy, const uint8_t* panel, StripAhead* ahead) {
+                               int64_t t0, float* y, int64_t ldy, const uint8_t* panel, BlockAhead* ahead) {
   const int64_t entry_bytes = in.cols / 32 * kPanelEntry;
   // Packed groups start at multiples of 16 rows; the rows before row_begin
   // in the first one are not stored.
@@ -108,7 +109,7 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
 
 template <DType D>
 ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                           float* y, int64_t ldy, const uint8_t* panel, StripAhead* ahead = nullptr) {
+                           float* y, int64_t ldy, const uint8_t* panel, BlockAhead* ahead = nullptr) {
   if constexpr (kAmxForm<D>)
     if (panel == nullptr && use_amx<D>(w, in)) {
       amx_tokens<D>(w, in, row_begin, row_end, in.num_tokens / kAmxTokens,
@@ -135,6 +136,13 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
 // block and token beside its 8 vpdpbusd.
 constexpr int64_t kOnePassMaxTokens = 4 * kTokenTile;
 constexpr int64_t kOnePassAhead = 16;
+// From 10 tokens on, where one group's accumulators spill already, the
+// pass takes two groups at a time, so that each token's codes, scale and
+// correction, loaded once, serve 32 rows (2048 x 2048 from memory, 2
+// threads, ms min of three rounds: 16 tokens q4_0 0.243-0.245 -> 0.212-0.224,
+// q4_k 0.263-0.269 -> 0.246-0.250, q2_k 0.308-0.316 -> 0.284-0.286; at 9
+// tokens q4_0 went 0.129-0.134 -> 0.150-0.152, at 10 0.154 -> 0.146-0.149).
+constexpr int64_t kOnePassPairMinTokens = 10;
 
 // f.template operator()<T>() for T = num_tokens (1 <= num_tokens <= kOnePassMaxTokens).
 template <int T = 1, class F>
@@ -158,15 +166,22 @@ bool one_pass(const WeightMatrix& w, const MatmulInput& in) {
 template <DType D>
 ZL_AVX512 void one_pass_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                                float* y, int64_t ldy) {
-  auto run = [&]<int T>() {
-    for (int64_t rg = row_begin / kGroup * kGroup; rg < row_end; rg += kGroup) {
-      PackedRows<D> src[1];
-      src[0].at_group(w, rg / kGroup);
-      StripAhead ahead;
-      ahead.code_bytes = packed_code_bytes(D);
-      ahead.codes = ReadAhead{src[0].codes + kOnePassAhead * packed_code_bytes(D)};
-      micro<D, 1, T>(src, w, in, rg, row_begin, row_end, 0, y, ldy, &ahead);
+  // G groups from rg on, each group's codes read kOnePassAhead blocks ahead.
+  auto groups = [&]<int G, int T>(int64_t rg) {
+    PackedRows<D> src[G];
+    BlockAhead ahead;
+    for (int g = 0; g < G; ++g) {
+      src[g].at_group(w, rg / kGroup + g);
+      ahead.bytes[g] = packed_code_bytes(D);
+      ahead.stream[g] = ReadAhead{src[g].codes + kOnePassAhead * packed_code_bytes(D)};
     }
+    micro<D, G, T>(src, w, in, rg, row_begin, row_end, 0, y, ldy, &ahead);
+  };
+  auto run = [&]<int T>() {
+    int64_t rg = row_begin / kGroup * kGroup;
+    if constexpr (T >= kOnePassPairMinTokens)
+      for (; rg + 2 * kGroup <= row_end; rg += 2 * kGroup) groups.template operator()<2, T>(rg);
+    for (; rg < row_end; rg += kGroup) groups.template operator()<1, T>(rg);
   };
   with_token_count(in.num_tokens, run);
 }
@@ -200,18 +215,18 @@ ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
         fill_panel_group<D>(StoredRows<D>(w, r0 + g * kGroup, r1), num_blocks, entries);
       }
     }
-    StripAhead ahead;
+    BlockAhead ahead;
     if (read_ahead) {
       PackedRows<D> next;
       next.at_group(w, r0 / kGroup + kStripGroups);
-      ahead.code_bytes = kStripGroups * packed_code_bytes(D);
-      ahead.codes = ReadAhead::over_tiles(next.codes, in.num_tokens);
+      ahead.bytes[0] = kStripGroups * packed_code_bytes(D);
+      ahead.stream[0] = ReadAhead::over_tiles(next.codes, in.num_tokens);
       if constexpr (dtype_has_super_blocks(D)) {
-        ahead.scale_bytes = kStripGroups * packed_kscale_bytes(D) / 8;
-        ahead.scales = ReadAhead::over_tiles(next.kscales, in.num_tokens);
+        ahead.bytes[1] = kStripGroups * packed_kscale_bytes(D) / 8;
+        ahead.stream[1] = ReadAhead::over_tiles(next.kscales, in.num_tokens);
       } else if constexpr (D != DType::kI8) {
-        ahead.scale_bytes = kStripGroups * PackedRows<D>::kScaleLanes * 2;
-        ahead.scales = ReadAhead::over_tiles(reinterpret_cast<const uint8_t*>(next.scales), in.num_tokens);
+        ahead.bytes[1] = kStripGroups * PackedRows<D>::kScaleLanes * 2;
+        ahead.stream[1] = ReadAhead::over_tiles(reinterpret_cast<const uint8_t*>(next.scales), in.num_tokens);
       }
     }
     token_tiles<D>(w, in, std::max(row_begin, r0), r1, y, ldy, panel, read_ahead ? &ahead : nullptr);
