@@ -46,7 +46,7 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
       const __m512 dx = _mm512_set1_ps(in.xd[tok * num_blocks + b]);
       const __m512 xc = _mm512_set1_ps(block_corrections<D>(in)[tok * num_blocks + b]);
       for (int g = 0; g < G; ++g) {
-        if constexpr (D == DType::kQ6_K || D == DType::kQ3_K || D == DType::kQ2_K) {
+        if constexpr (kHalfScales<D>) {
           const int32_t* sum16 = in.xsum16 + (tok * num_blocks + b) * 2;
           acc[g][t] = half_scaled_block<D>(v[g], s[g], xq, sum16, dx, acc[g][t]);
           continue;
