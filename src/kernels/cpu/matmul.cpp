@@ -201,14 +201,16 @@ void convert_to_bf16_pairs(ThreadPool& pool, const float* x, int64_t num_tokens,
 // Token rows of xq up to a multiple of kTileTokens (MatmulInput: whole AMX tiles).
 int64_t padded_tokens(int64_t num_tokens) { return (num_tokens + kTileTokens - 1) / kTileTokens * kTileTokens; }
 
-// Tokens [t0, t1)'s block scales into MatmulInput::xtiles' layout.
-void tile_scales(const float* d, const float* ds, int64_t t0, int64_t t1, int64_t num_blocks, float* tiles) {
+// Tokens [t0, t1)'s block scales (d, ds, ds128: MatmulInput's xd, xds,
+// xds128) into MatmulInput::xtiles' layout.
+void tile_scales(const float* d, const float* ds, const float* ds128, int64_t t0, int64_t t1, int64_t num_blocks,
+                 float* tiles) {
   for (int64_t t = t0; t < t1; ++t) {
     float* out = tiles + t / kTileTokens * num_blocks * 3 * kTileTokens + t % kTileTokens;
     for (int64_t b = 0; b < num_blocks; ++b, out += 3 * kTileTokens) {
       out[0] = d[t * num_blocks + b];
       out[kTileTokens] = ds[t * num_blocks + b];
-      out[2 * kTileTokens] = 128.0f * ds[t * num_blocks + b];
+      out[2 * kTileTokens] = ds128[t * num_blocks + b];
     }
   }
 }
@@ -279,7 +281,7 @@ void prepare_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa i
         quantize_for(isa)(g.x + t0 * cols, t1 - t0, cols, q + t0 * cols, d + t0 * cols / 32, ds + t0 * cols / 32);
         for (int64_t i = t0 * cols / 32; ds128 != nullptr && i < t1 * cols / 32; ++i) ds128[i] = 128.0f * ds[i];
         if (sum16 != nullptr) half_block_sums(q + t0 * cols, t1 - t0, cols, sum16 + t0 * cols / 16);
-        if (tiles != nullptr) tile_scales(d, ds, t0, t1, cols / 32, tiles);
+        if (tiles != nullptr) tile_scales(d, ds, ds128, t0, t1, cols / 32, tiles);  // AMX is AVX-512: ds128 is set
       };
       if (g.num_tokens * cols < (1 << 16)) {
         quantize(0, g.num_tokens);
