@@ -20,11 +20,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
 
 #include "core/thread_pool.h"
 #include "kernels/cpu/immintrin_quiet.h"
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/quant_rows_avx512.h"
 
 namespace zl::bench {
 
@@ -50,14 +50,15 @@ __attribute__((target("avx512f,avx512vnni"))) inline float int8_dot_loop(int64_t
 // the activation's offset, fmadd the weight scale: block_step in
 // matmul_avx512_quant.cpp), as Q8_0, Q4_0, I8, Q5_x, IQ4 and the k-quants'
 // sub-blocks each have a scale per 32 weights. This loop issues exactly that
-// for the decode tile, 2 groups x 4 tokens, per iteration: weights in
-// registers, the activations' codes and scales broadcast from a 1 KiB table
-// in L1, so nothing but the instruction mix sets its pace. (A single chain
+// for the decode tile, 2 groups x 4 tokens, per iteration, as the kernels
+// issue it (each vpdpbusd broadcasts its 4 codes itself: dpbusd_x4):
+// weights in registers, the activations' codes and scales from a 1 KiB
+// table in L1, so nothing but the instruction mix sets its pace. (A single chain
 // started at the integer offset, 3 float instructions, ran slower here: 8
 // dependent vpdpbusd outlast the 8 tiles' parallelism.)
 constexpr int kBlockTableBlocks = 8;  // the activation table's blocks, cycled through
 
-__attribute__((target("avx512f,avx512bw,avx512vnni,fma"))) inline float int8_block_loop(int64_t iterations) {
+ZL_AVX512 inline float int8_block_loop(int64_t iterations) {
   alignas(64) static thread_local int8_t xq[kBlockTableBlocks][4][32];
   alignas(64) static thread_local float xd[kBlockTableBlocks][4], xc[kBlockTableBlocks][4];
   for (int b = 0; b < kBlockTableBlocks; ++b)
@@ -79,12 +80,10 @@ __attribute__((target("avx512f,avx512bw,avx512vnni,fma"))) inline float int8_blo
       const __m512 dx = _mm512_set1_ps(xd[b][t]), c = _mm512_set1_ps(xc[b][t]);
       for (int g = 0; g < 2; ++g) {
         __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+        const uint8_t* x = reinterpret_cast<const uint8_t*>(xq[b][t]);
         for (int k = 0; k < 8; k += 2) {
-          int32_t x0, x1;
-          std::memcpy(&x0, &xq[b][t][4 * k], 4);
-          std::memcpy(&x1, &xq[b][t][4 * k + 4], 4);
-          d0 = _mm512_dpbusd_epi32(d0, v[g][k], _mm512_set1_epi32(x0));
-          d1 = _mm512_dpbusd_epi32(d1, v[g][k + 1], _mm512_set1_epi32(x1));
+          d0 = cpu::quant_avx512::dpbusd_x4(d0, v[g][k], x + 4 * k);
+          d1 = cpu::quant_avx512::dpbusd_x4(d1, v[g][k + 1], x + 4 * k + 4);
         }
         const __m512 f = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), dx, c);
         acc[g][t] = _mm512_fmadd_ps(dw[g], f, acc[g][t]);

@@ -54,11 +54,8 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
         // Two integer chains (exact: the order of integer sums does not matter).
         __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
         for (int k = 0; k < 8; k += 2) {
-          int32_t x0, x1;
-          std::memcpy(&x0, xq + 4 * k, 4);
-          std::memcpy(&x1, xq + 4 * k + 4, 4);
-          d0 = _mm512_dpbusd_epi32(d0, v[g][k], _mm512_set1_epi32(x0));
-          d1 = _mm512_dpbusd_epi32(d1, v[g][k + 1], _mm512_set1_epi32(x1));
+          d0 = dpbusd_x4(d0, v[g][k], xq + 4 * k);
+          d1 = dpbusd_x4(d1, v[g][k + 1], xq + 4 * k + 4);
         }
         const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1));
         acc[g][t] = block_step<D>(s[g], dot, dx, xc, acc[g][t]);
