@@ -232,9 +232,10 @@ ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
 
 // Packed or stored Q8_0, Q4_0 and I8: the tiles read packed rows as they
 // lie; stored ones through panels from kPanelMinTokens on, and so do the
-// strips of packed Q4_0, whose nibbles are then unpacked once a strip
-// rather than once a token tile (8192 x 2048 from L3, 64 tokens, one
-// thread: 6.5 -> 5.8 ms).
+// strips of every packed matrix whose codes are not v[k] as stored (all
+// but Q8_0's and I8's: kAmxDirect), packed Q4_0's nibbles then unpacked
+// once a strip rather than once a token tile (8192 x 2048 from L3, 64
+// tokens, one thread: 6.5 -> 5.8 ms).
 template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
@@ -242,7 +243,7 @@ ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_be
   if (one_pass<D>(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
   if (use_amx<D>(w, in) || (packed ? !group_first(in.num_tokens) : in.num_tokens < kPanelMinTokens))
     return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
-  strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/!packed || D == DType::kQ4_0);
+  strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/!(packed && kAmxDirect<D>));
 }
 
 // Formats read packed only (all but Q8_0, Q4_0 and I8).
