@@ -132,7 +132,8 @@ ZL_AMX void amx_group(const Src src, const WeightMatrix& w, const MatmulInput& i
       }
       if (next) amx_chunk_store(num_blocks, chunk + 1, dots);
     }
-    store_group<D>(acc, m, w, rg, row_begin, row_end, t0, y, ldy);
+    const GroupStore out = group_store<D>(w, rg, row_begin, row_end, y, ldy);
+    for (int t = 0; t < m; ++t) out.store(t0 + t, acc[t]);
   }
 }
 

@@ -15,8 +15,8 @@ using namespace quant_avx512;
 
 // Up to two streams read ahead (ReadAhead), stepped once per block by
 // micro(): a strip's reads the next strip's packed codes and scales, each
-// of its token tiles 1 / (token tiles) of them; a one pass's, the codes of
-// each of its groups.
+// of its token tiles 1 / (token tiles) of them; a one pass's, its group's
+// codes.
 struct BlockAhead {
   ReadAhead stream[2];
   int64_t bytes[2] = {0, 0};  // each stream's per block
@@ -32,37 +32,49 @@ template <DType D, int G, int T, class Src>
 ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t row_lo,
                      int64_t row_end, int64_t t0, float* y, int64_t ldy, BlockAhead* ahead) {
   const int64_t n = in.cols, num_blocks = n / 32;
+  // The read-ahead's state in a local for the loop, where the tile holds 8
+  // accumulators or more: through the pointer GCC loaded and stored it
+  // every block (8192 x 2048, 64 tokens, one thread, q8_0: 6.63-6.68 ms,
+  // with the local 6.39-6.55); with fewer the local was the slower (one
+  // token of q4_k, 2048 x 2048 from memory: 0.066-0.070 -> 0.074-0.076 ms).
+  constexpr bool kLocalAhead = G * T >= 8;
+  BlockAhead local;
+  if (kLocalAhead && ahead != nullptr) local = *ahead;
+  BlockAhead* const next = kLocalAhead ? &local : ahead;
+  // The loops over groups and tokens are unrolled early (the pragmas), so
+  // that GCC's scalar replacement turns acc into registers: unrolled later,
+  // acc stayed an array in memory too, and a 2 x 4 tile stored its 8
+  // accumulators every block (with the local read-ahead, matmul_bench 8192
+  // x 2048, 64 tokens, one thread: q8_0 6.62-6.71 -> 6.36-6.52 ms, q4_k
+  // 7.48-7.79 -> 7.21-7.46).
   __m512 acc[G][T];
+#pragma GCC unroll 16
   for (int g = 0; g < G; ++g)
+#pragma GCC unroll 16
     for (int t = 0; t < T; ++t) acc[g][t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < num_blocks; ++b) {
-    if (ahead != nullptr) ahead->step();
+    if (ahead != nullptr) next->step();
     __m512i v[G][8];
     BlockScales s[G];
     for (int g = 0; g < G; ++g) src[g].template block<T>(b, v[g], &s[g]);
+#pragma GCC unroll 16
     for (int t = 0; t < T; ++t) {
       const int64_t tok = t0 + t;
       const uint8_t* xq = reinterpret_cast<const uint8_t*>(in.xq + tok * n + b * 32);
       const __m512 dx = _mm512_set1_ps(in.xd[tok * num_blocks + b]);
       const __m512 xc = _mm512_set1_ps(block_corrections<D>(in)[tok * num_blocks + b]);
-      for (int g = 0; g < G; ++g) {
-        if constexpr (kHalfScales<D>) {
-          const int32_t* sum16 = in.xsum16 + (tok * num_blocks + b) * 2;
-          acc[g][t] = half_scaled_block<D>(v[g], s[g], xq, sum16, dx, acc[g][t]);
-          continue;
-        }
-        // Two integer chains (exact: the order of integer sums does not matter).
-        __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
-        for (int k = 0; k < 8; k += 2) {
-          d0 = dpbusd_x4(d0, v[g][k], xq + 4 * k);
-          d1 = dpbusd_x4(d1, v[g][k + 1], xq + 4 * k + 4);
-        }
-        const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1));
-        acc[g][t] = block_step<D>(s[g], dot, dx, xc, acc[g][t]);
-      }
+      const int32_t* sum16 = kHalfScales<D> ? in.xsum16 + (tok * num_blocks + b) * 2 : nullptr;
+#pragma GCC unroll 16
+      for (int g = 0; g < G; ++g) acc[g][t] = token_block<D>(v[g], s[g], xq, sum16, dx, xc, acc[g][t]);
     }
   }
-  for (int g = 0; g < G; ++g) store_group<D>(acc[g], T, w, r0 + g * kGroup, row_lo, row_end, t0, y, ldy);
+  if (kLocalAhead && ahead != nullptr) *ahead = local;
+#pragma GCC unroll 16
+  for (int g = 0; g < G; ++g) {
+    const GroupStore out = group_store<D>(w, r0 + g * kGroup, row_lo, row_end, y, ldy);
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) out.store(t0 + t, acc[g][t]);
+  }
 }
 
 // Rows [row_begin, row_end) x tokens t0.. t0+T-1; panel: nullptr, or the
@@ -128,18 +140,15 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
 // read's rate, then 0.67-0.74 / 0.51-0.56, and at 16 tokens a 2048 x 2048
 // matmul from memory took 0.32-0.35 / 0.33 ms, then 0.26-0.27 / 0.26;
 // without the read-ahead, 1 token of q4_0 / q4_k streamed ~20 GB/s against
-// q8_0's ~27: bench/results/roofline.) Past 8 tokens the accumulators
-// outnumber the registers and live on the stack, a load and a store per
-// block and token beside its 8 vpdpbusd.
+// q8_0's ~27: bench/results/roofline.) At 16 tokens the 16 accumulators
+// and a block's 8 code vectors fit the 32 registers. (From 10 tokens the
+// pass took two groups at a time while the accumulators spilled anyway;
+// held in registers since the tiles unroll early (micro), one group is
+// faster: 2048 x 2048 from memory, one thread, ms min of three rounds, 16
+// tokens q8_0 0.438 -> 0.387, q4_k 0.480 -> 0.444, 10 tokens q8_0 0.289 ->
+// 0.249.)
 constexpr int64_t kOnePassMaxTokens = 4 * kTokenTile;
 constexpr int64_t kOnePassAhead = 16;
-// From 10 tokens on, where one group's accumulators spill already, the
-// pass takes two groups at a time, so that each token's codes, scale and
-// correction, loaded once, serve 32 rows (2048 x 2048 from memory, 2
-// threads, ms min of three rounds: 16 tokens q4_0 0.243-0.245 -> 0.212-0.224,
-// q4_k 0.263-0.269 -> 0.246-0.250, q2_k 0.308-0.316 -> 0.284-0.286; at 9
-// tokens q4_0 went 0.129-0.134 -> 0.150-0.152, at 10 0.154 -> 0.146-0.149).
-constexpr int64_t kOnePassPairMinTokens = 10;
 
 // f.template operator()<T>() for T = num_tokens (1 <= num_tokens <= kOnePassMaxTokens).
 template <int T = 1, class F>
@@ -163,22 +172,16 @@ bool one_pass(const WeightMatrix& w, const MatmulInput& in) {
 template <DType D>
 ZL_AVX512 void one_pass_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                                float* y, int64_t ldy) {
-  // G groups from rg on, each group's codes read kOnePassAhead blocks ahead.
-  auto groups = [&]<int G, int T>(int64_t rg) {
-    PackedRows<D> src[G];
-    BlockAhead ahead;
-    for (int g = 0; g < G; ++g) {
-      src[g].at_group(w, rg / kGroup + g);
-      ahead.bytes[g] = packed_code_bytes(D);
-      ahead.stream[g] = ReadAhead{src[g].codes + kOnePassAhead * packed_code_bytes(D)};
-    }
-    micro<D, G, T>(src, w, in, rg, row_begin, row_end, 0, y, ldy, &ahead);
-  };
+  // Group by group, its codes read kOnePassAhead blocks ahead.
   auto run = [&]<int T>() {
-    int64_t rg = row_begin / kGroup * kGroup;
-    if constexpr (T >= kOnePassPairMinTokens)
-      for (; rg + 2 * kGroup <= row_end; rg += 2 * kGroup) groups.template operator()<2, T>(rg);
-    for (; rg < row_end; rg += kGroup) groups.template operator()<1, T>(rg);
+    for (int64_t rg = row_begin / kGroup * kGroup; rg < row_end; rg += kGroup) {
+      PackedRows<D> src[1];
+      src[0].at_group(w, rg / kGroup);
+      BlockAhead ahead;
+      ahead.bytes[0] = packed_code_bytes(D);
+      ahead.stream[0] = ReadAhead{src[0].codes + kOnePassAhead * packed_code_bytes(D)};
+      micro<D, 1, T>(src, w, in, rg, row_begin, row_end, 0, y, ldy, &ahead);
+    }
   };
   with_token_count(in.num_tokens, run);
 }

@@ -420,14 +420,46 @@ ZL_AVX512 inline __m512 block_step(const BlockScales& s, __m512 dot, __m512 dx, 
   }
 }
 
-// Stores the accumulators of group rg (16 rows) for tokens t0.. t0+T-1 into
-// y, the rows in [row_lo, row_end) only; I8 multiplies its row scales here.
+// acc + one block of 16 rows (codes v, scales s) against one token's codes
+// xq: the tiles' whole work per block, group and token. dx: the token's
+// block scale; xc: its correction (block_corrections); sum16: its half-block
+// sums (the half-scale formats; else unused).
 template <DType D>
-ZL_AVX512 inline void store_group(const __m512* acc, int T, const WeightMatrix& w, int64_t rg, int64_t row_lo,
-                                  int64_t row_end, int64_t t0, float* y, int64_t ldy) {
+ZL_AVX512 __attribute__((always_inline)) inline __m512 token_block(const __m512i* v, const BlockScales& s,
+                                                                   const uint8_t* xq, const int32_t* sum16,
+                                                                   __m512 dx, __m512 xc, __m512 acc) {
+  if constexpr (kHalfScales<D>) {
+    return half_scaled_block<D>(v, s, xq, sum16, dx, acc);
+  } else {
+    // Two integer chains (exact: the order of integer sums does not matter).
+    __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+    for (int k = 0; k < 8; k += 2) {
+      d0 = dpbusd_x4(d0, v[k], xq + 4 * k);
+      d1 = dpbusd_x4(d1, v[k + 1], xq + 4 * k + 4);
+    }
+    return block_step<D>(s, _mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), dx, xc, acc);
+  }
+}
+
+// Where group rg's outputs go (the rows in [row_lo, row_end) of y) and what
+// they are multiplied by there: I8's row scales, else 1.
+struct GroupStore {
+  __mmask16 mask;
+  __m512 row_scale;
+  float* out;  // y + rg: token t's outputs at out + t * ldy
+  int64_t ldy;
+  // acc by value: through a pointer GCC kept a 2 x 4 tile's accumulators
+  // in memory too, storing all 8 every block.
+  ZL_AVX512 void store(int64_t t, __m512 acc) const {
+    _mm512_mask_storeu_ps(out + t * ldy, mask, _mm512_mul_ps(acc, row_scale));
+  }
+};
+template <DType D>
+ZL_AVX512 inline GroupStore group_store(const WeightMatrix& w, int64_t rg, int64_t row_lo, int64_t row_end, float* y,
+                                        int64_t ldy) {
   const __mmask16 m = group_store_mask(rg, row_lo, row_end);
   const __m512 row_scale = D == DType::kI8 ? _mm512_maskz_loadu_ps(m, w.scales + rg) : _mm512_set1_ps(1.0f);
-  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy + rg, m, _mm512_mul_ps(acc[t], row_scale));
+  return GroupStore{m, row_scale, y + rg, ldy};
 }
 
 // From this many tokens on, rows are transposed (stored matrices) or unpacked
