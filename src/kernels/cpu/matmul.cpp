@@ -135,6 +135,13 @@ TileKernel tile_kernel(Isa isa, DType dtype) {
 
 namespace {
 
+// Row blocks and the threads' parts are whole pairs of 16-row groups: the
+// AVX-512 tiles of 17 tokens or more take two groups at a time, and a
+// block of an odd number of groups ran its last one alone at a lower rate
+// (dummy:llama-1b's 2048 x 8192 q8_0 matrix came in blocks of 7 groups: a
+// quarter of its groups alone).
+constexpr int64_t kPartRows = 32;
+
 // Quantized activations, reused across calls (sized for the largest seen).
 struct ActScratch {
   std::vector<int8_t> q;
@@ -145,11 +152,12 @@ struct ActScratch {
 
 // Rows per cache block: the weight rows one token sweep re-reads, ~1 MiB, as
 // much as this VM's L2 per core (Zen 4: 1 MiB); halving it to 512 KiB made no
-// measurable difference to a bf16 prefill here.
+// measurable difference to a bf16 prefill here. Whole pairs of 16-row groups
+// (kPartRows), as the kernels' tiles take two groups at a time.
 int64_t rows_per_block(const WeightMatrix& w, int64_t num_tokens) {
   if (num_tokens <= 4) return w.rows;  // one token tile: nothing is re-read
   int64_t rows = (int64_t{1} << 20) / std::max<int64_t>(1, w.row_bytes());
-  return std::max<int64_t>(16, rows / 16 * 16);
+  return std::max<int64_t>(kPartRows, rows / kPartRows * kPartRows);
 }
 
 }  // namespace
@@ -347,15 +355,16 @@ void matmul_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Isa is
   };
   // Below ~64K multiply-adds waking the workers costs more than it saves.
   if (macs < (1 << 16)) return run_rows(0, total_rows);
-  // Parts of whole 16-row groups (the packed layout's, and the kernels' tiles),
-  // several per thread, so that a thread slowed by other work on its core
-  // hands the rest of its share to the others (each row's result does not
-  // depend on which thread computes it): four in decode, where each part is
-  // one stream of weights from memory; sixteen past one token tile, where a
-  // part computes for milliseconds (a 512-token prefill's gate / up: ~5 ms
-  // each on this VM's cores instead of ~20) and the other thread waits at
-  // the end for whichever part a descheduled thread holds.
-  pool.parallel_for(total_rows, run_rows, 16, max_tokens > 4 ? 16 : 4);
+  // Parts of whole pairs of 16-row groups (kPartRows: the packed layout's
+  // groups, and the kernels' tiles), several per thread, so that a thread
+  // slowed by other work on its core hands the rest of its share to the
+  // others (each row's result does not depend on which thread computes
+  // it): four in decode, where each part is one stream of weights from
+  // memory; sixteen past one token tile, where a part computes for
+  // milliseconds (a 512-token prefill's gate / up: ~5 ms each on this VM's
+  // cores instead of ~20) and the other thread waits at the end for
+  // whichever part a descheduled thread holds.
+  pool.parallel_for(total_rows, run_rows, kPartRows, max_tokens > 4 ? 16 : 4);
 }
 
 void matmul(ThreadPool& pool, const float* x, int64_t num_tokens, std::span<const MatmulTarget> targets,
