@@ -44,50 +44,51 @@ __attribute__((target("avx512f,avx512vnni"))) inline float int8_dot_loop(int64_t
   return static_cast<float>(lanes[0]);
 }
 
-// The per-32 int8 formats' block: for 16 rows and one token, a block of 32
-// columns is 8 vpdpbusd (two chains of 4) and a float step of four more
-// instructions on the same two vector ports (add the chains, convert, fmsub
-// the activation's offset, fmadd the weight scale: block_step in
-// matmul_avx512_quant.cpp), as Q8_0, Q4_0, I8, Q5_x, IQ4 and the k-quants'
-// sub-blocks each have a scale per 32 weights. This loop issues exactly that
-// for the decode tile, 2 groups x 4 tokens, per iteration, as the kernels
-// issue it (each vpdpbusd broadcasts its 4 codes itself: dpbusd_x4):
+// The int8 formats' block: for 16 rows and one token, a block of 32 columns
+// is 8 vpdpbusd and a float step on the same two vector ports (Q8_0, Q4_0,
+// I8, Q5_0, IQ4: add the two chains, convert, fmsub the activation's
+// offset, fmadd the weight scale; Q4_K, Q5_K, Q5_1 one more for the min;
+// Q6_K, Q3_K, Q2_K their half-block scales), as each has a scale per 32
+// weights. This loop issues format D's block for the decode tile, 2 groups
+// x 4 tokens, per iteration, through the kernels' own token_block:
 // weights in registers, the activations' codes and scales from a 1 KiB
-// table in L1, so nothing but the instruction mix sets its pace. (A single chain
-// started at the integer offset, 3 float instructions, ran slower here: 8
-// dependent vpdpbusd outlast the 8 tiles' parallelism.)
+// table in L1, so nothing but the instruction mix sets its pace. (A single
+// chain started at the integer offset, 3 float instructions, ran slower
+// here: 8 dependent vpdpbusd outlast the 8 tiles' parallelism.)
 constexpr int kBlockTableBlocks = 8;  // the activation table's blocks, cycled through
 
+template <DType D>
 ZL_AVX512 inline float int8_block_loop(int64_t iterations) {
   alignas(64) static thread_local int8_t xq[kBlockTableBlocks][4][32];
   alignas(64) static thread_local float xd[kBlockTableBlocks][4], xc[kBlockTableBlocks][4];
+  alignas(64) static thread_local int32_t sum16[kBlockTableBlocks][4][2];
   for (int b = 0; b < kBlockTableBlocks; ++b)
     for (int t = 0; t < 4; ++t) {
       for (int j = 0; j < 32; ++j) xq[b][t][j] = static_cast<int8_t>(j - 16 + b + t);
       xd[b][t] = 1.0f / 1024;
       xc[b][t] = 0.25f;
+      sum16[b][t][0] = sum16[b][t][1] = b + t;
     }
   __m512i v[2][8];
   for (int g = 0; g < 2; ++g)
     for (int k = 0; k < 8; ++k) v[g][k] = _mm512_set1_epi8(static_cast<char>(100 + 8 * g + k));
-  const __m512 dw[2] = {_mm512_set1_ps(1.0f / 512), _mm512_set1_ps(1.0f / 256)};
+  cpu::quant_avx512::BlockScales s[2];
+  for (int g = 0; g < 2; ++g) {
+    const __m512 scale = _mm512_set1_ps(1.0f / static_cast<float>(512 << g));
+    s[g] = {scale, scale, scale, scale};
+  }
   __m512 acc[2][4];
   for (auto& a : acc)
     for (__m512& t : a) t = _mm512_setzero_ps();
   for (int64_t i = 0; i < iterations; ++i) {
     const int b = static_cast<int>(i % kBlockTableBlocks);
+#pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) {
       const __m512 dx = _mm512_set1_ps(xd[b][t]), c = _mm512_set1_ps(xc[b][t]);
-      for (int g = 0; g < 2; ++g) {
-        __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
-        const uint8_t* x = reinterpret_cast<const uint8_t*>(xq[b][t]);
-        for (int k = 0; k < 8; k += 2) {
-          d0 = cpu::quant_avx512::dpbusd_x4(d0, v[g][k], x + 4 * k);
-          d1 = cpu::quant_avx512::dpbusd_x4(d1, v[g][k + 1], x + 4 * k + 4);
-        }
-        const __m512 f = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), dx, c);
-        acc[g][t] = _mm512_fmadd_ps(dw[g], f, acc[g][t]);
-      }
+      const uint8_t* x = reinterpret_cast<const uint8_t*>(xq[b][t]);
+#pragma GCC unroll 2
+      for (int g = 0; g < 2; ++g)
+        acc[g][t] = cpu::quant_avx512::token_block<D>(v[g], s[g], x, sum16[b][t], dx, c, acc[g][t]);
     }
   }
   __m512 sum = _mm512_setzero_ps();
@@ -158,13 +159,27 @@ inline double int8_peak_gmacs(ThreadPool& pool) {
   return peak_gmacs(pool, int8_dot_loop, 64.0 * kChains * kPeakIterations);
 }
 
-// The int8 formats' ceiling from their instruction mix (int8_block_loop):
-// 64 multiply-adds counted per vpdpbusd, the float step's instructions for
-// nothing. Iterations: each ~48 cycles of 64 vpdpbusd and 32 others.
-inline double int8_block_peak_gmacs(ThreadPool& pool) {
-  if (!__builtin_cpu_supports("avx512vnni")) return 0;
+// An int8 format's ceiling from its instruction mix (int8_block_loop<D>;
+// the formats of one block form share one): 64 multiply-adds counted per
+// vpdpbusd, the float step's instructions for nothing. Iterations: each
+// ~48 cycles of 64 vpdpbusd and 32 others (Q8_0's form).
+template <DType D>
+double int8_block_peak_gmacs(ThreadPool& pool) {
   constexpr int64_t kIterations = kPeakIterations / 16;
-  return peak_gmacs(pool, [](int64_t) { return int8_block_loop(kIterations); }, 64.0 * 64 * kIterations);
+  return peak_gmacs(pool, [](int64_t) { return int8_block_loop<D>(kIterations); }, 64.0 * 64 * kIterations);
+}
+inline double int8_block_peak_gmacs(ThreadPool& pool, DType dtype) {
+  if (!__builtin_cpu_supports("avx512vnni")) return 0;
+  switch (dtype) {
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ5_1: return int8_block_peak_gmacs<DType::kQ4_K>(pool);
+    case DType::kQ6_K: return int8_block_peak_gmacs<DType::kQ6_K>(pool);
+    case DType::kQ3_K: return int8_block_peak_gmacs<DType::kQ3_K>(pool);
+    case DType::kQ2_K: return int8_block_peak_gmacs<DType::kQ2_K>(pool);
+    case DType::kI8: return int8_block_peak_gmacs<DType::kI8>(pool);
+    default: return int8_block_peak_gmacs<DType::kQ8_0>(pool);  // Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS
+  }
 }
 
 inline double bf16_peak_gmacs(ThreadPool& pool) {

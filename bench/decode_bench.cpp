@@ -25,7 +25,8 @@
 // quantized formats, bf16 for bf16), over the step's time; and which bound.
 // The int8 formats' lines add a block roofline fraction: the same with the
 // compute time at their instruction mix's peak (compute_probe.h
-// int8_block_loop: vpdpbusd and the float step per block of 32), the most
+// int8_block_loop: vpdpbusd and the float step per block of 32 of the
+// format of the first layer's wq: Q4_K's has one more step), the most
 // their kernels can reach when compute bound; that peak is probed just
 // before each run, as the sweep is (a probe of the whole process moved
 // 269-444 GMAC/s between processes on the Xeon VM), and block_peak_gmacs is
@@ -193,6 +194,7 @@ struct Run {
   // multiply-adds per second; 0: not probed (f32, f16, no VNNI / BF16).
   double peak_gmacs = 0;
   bool block_peak = false;  // int8 formats: probe int8_block_loop per run
+  DType block_dtype = DType::kQ8_0;  // whose block form (the first layer's wq)
   std::mt19937 rng{7};
   std::uniform_int_distribution<int32_t> token;
   std::vector<float> logits;
@@ -342,7 +344,7 @@ Status bench_decode(Run& r, SpanSweep& floor, int batch) {
     // The fastest of 3 sweeps: a time slice lost to another process makes
     // a sweep slower, and the floor should be what the memory can give now.
     const double sweep_s = paired ? std::min({floor.sweep(), floor.sweep(), floor.sweep()}) : 0;
-    const double block_gmacs = paired && r.block_peak ? int8_block_peak_gmacs(r.model.pool()) : 0;
+    const double block_gmacs = paired && r.block_peak ? int8_block_peak_gmacs(r.model.pool(), r.block_dtype) : 0;
     const double cpu_start = thread_cpu_seconds();
     const int64_t expert_runs = r.model.moe_expert_runs();
     ZL_ASSIGN_OR_RETURN(const double seconds, decode_steps(r, batch, o.context > 0 ? o.context : 16));
@@ -408,7 +410,8 @@ Status bench_format(const Options& o, const std::string& format_name) {
   r.token = std::uniform_int_distribution<int32_t>(0, std::min(c.vocab_size, 256) - 1);
   r.logits.resize(static_cast<size_t>(max_batch) * c.vocab_size);
   r.peak_gmacs = format_peak_gmacs(pool, weights);
-  r.block_peak = cpu::dtype_is_quantized(weights.layers.front().wq.dtype) && r.peak_gmacs > 0;
+  r.block_dtype = weights.layers.front().wq.dtype;
+  r.block_peak = cpu::dtype_is_quantized(r.block_dtype) && r.peak_gmacs > 0;
   if (o.context > 0) fill_context(*cache, c.num_layers, r.tables, o.context);
   if (o.prompt > 0) ZL_RETURN_IF_ERROR(bench_prefill(r));
   for (int batch : o.batches) ZL_RETURN_IF_ERROR(bench_decode(r, floor, batch));
