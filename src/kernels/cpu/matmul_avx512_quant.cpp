@@ -108,9 +108,11 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
     }
   };
   int64_t r = first;
-  // Two groups share each token's codes in prefill; decoding keeps to one
-  // group, as 32 concurrent row streams outrun the hardware prefetchers
-  // (16 streams read ~1.5x faster here).
+  // Tiles of 4 tokens take two groups, so that each token's codes serve 32
+  // rows; tiles of 1-3 tokens (the rest of a batch, or a stored matrix's
+  // decode step) keep to one group, as 32 concurrent row streams from
+  // memory outrun the hardware prefetchers (16 streams read ~1.5x faster
+  // here).
   if constexpr (T >= 4)
     for (; r + 2 * kGroup <= row_end; r += 2 * kGroup) run.template operator()<2>(r);
   for (; r < row_end; r += kGroup) run.template operator()<1>(r);
