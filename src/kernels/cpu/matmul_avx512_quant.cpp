@@ -77,21 +77,31 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
   }
 }
 
-// Rows [row_begin, row_end) x tokens t0.. t0+T-1; panel: nullptr, or the
-// rows' blocks from the first computed row on ([groups, num_blocks,
-// kPanelEntry]): row_begin, or for a packed matrix the start of its group;
-// ahead: nullptr, or the next strip's read-ahead (strip_tiles).
+// Rows [row_begin, row_end) x tokens t0.. t0+T-1; panel: none, or the
+// rows' entries from the first computed row on: row_begin, or for a packed
+// matrix the start of its group; ahead: nullptr, or the next strip's
+// read-ahead (strip_tiles).
 template <DType D, int T>
 ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                               int64_t t0, float* y, int64_t ldy, const uint8_t* panel, BlockAhead* ahead) {
-  const int64_t entry_bytes = in.cols / 32 * kPanelEntry;
+                               int64_t t0, float* y, int64_t ldy, Panel panel, BlockAhead* ahead) {
+  const int64_t group_bytes = in.cols / 32 * panel.entry_bytes<D>();
   // Packed groups start at multiples of 16 rows; the rows before row_begin
   // in the first one are not stored.
   const int64_t first = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
   auto run = [&]<int G>(int64_t r0) {
-    if (panel != nullptr) {
+    auto entries = [&](int g) { return panel.at + ((r0 - first) / kGroup + g) * group_bytes; };
+    if constexpr (kScalePanel<D>)
+      if (panel.at != nullptr && panel.scales_only) {
+        ScalePanelRows<D> src[G];
+        for (int g = 0; g < G; ++g) {
+          src[g].rows.at_group(w, r0 / kGroup + g);
+          src[g].scales = entries(g);
+        }
+        return micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy, ahead);
+      }
+    if (panel.at != nullptr) {
       PanelRows<D> src[G];
-      for (int g = 0; g < G; ++g) src[g].blocks = panel + ((r0 - first) / kGroup + g) * entry_bytes;
+      for (int g = 0; g < G; ++g) src[g].blocks = entries(g);
       micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy, ahead);
     } else if (w.packed != nullptr) {
       PackedRows<D> src[G];
@@ -120,9 +130,9 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
 
 template <DType D>
 ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                           float* y, int64_t ldy, const uint8_t* panel, BlockAhead* ahead = nullptr) {
+                           float* y, int64_t ldy, Panel panel, BlockAhead* ahead = nullptr) {
   if constexpr (kAmxForm<D>)
-    if (panel == nullptr && use_amx<D>(w, in)) {
+    if (panel.at == nullptr && use_amx<D>(w, in)) {
       amx_tokens<D>(w, in, row_begin, row_end, in.num_tokens / kAmxTokens,
                     static_cast<int>(in.num_tokens % kAmxTokens), y, ldy);
       return;
@@ -192,7 +202,8 @@ ZL_AVX512 void one_pass_tokens(const WeightMatrix& w, const MatmulInput& in, int
 // the first computed row, as rows_for_tokens counts them): every token tile
 // runs on a strip before the next. fill: each group of 16 rows is read
 // once, as the tiles would read it (StoredRows or PackedRows), into a
-// panel, which every token tile then reads. A decode batch of 17-64 tokens
+// panel, which every token tile then reads (packed kScalePanel formats:
+// their scales alone). A decode batch of 17-64 tokens
 // of packed rows reads the next strip ahead (ReadAhead; dummy:llama-1b on
 // the Xeon VM without AMX, q8_0, 16 / 32 tokens a step: 152-154 -> 173-194 /
 // 198 -> 232-234 tokens/s, when 16 tokens still took the strips); fewer
@@ -201,18 +212,22 @@ template <DType D>
 ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy, bool fill) {
   const int64_t num_blocks = in.cols / 32;
-  uint8_t* panel = fill ? panel_storage(num_blocks) : nullptr;
+  const Panel panel{fill ? panel_storage(num_blocks) : nullptr, w.packed != nullptr && kScalePanel<D>};
   const int64_t first = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
   const bool read_ahead = w.packed != nullptr && group_first(in.num_tokens);
   constexpr int64_t kStripGroups = kPanelRows / kGroup;
   for (int64_t r0 = first; r0 < row_end; r0 += kPanelRows) {
     const int64_t r1 = std::min(row_end, r0 + kPanelRows);
     for (int64_t g = 0; fill && r0 + g * kGroup < r1; ++g) {
-      uint8_t* entries = panel + g * num_blocks * kPanelEntry;
+      uint8_t* entries = panel.at + g * num_blocks * panel.entry_bytes<D>();
       if (w.packed != nullptr) {
         PackedRows<D> src;
         src.at_group(w, r0 / kGroup + g);
-        fill_panel_group<D>(src, num_blocks, entries);
+        if constexpr (kScalePanel<D>) {
+          fill_scale_panel_group<D>(src, num_blocks, entries);
+        } else {
+          fill_panel_group<D>(src, num_blocks, entries);
+        }
       } else if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8) {
         fill_panel_group<D>(StoredRows<D>(w, r0 + g * kGroup, r1), num_blocks, entries);
       }
@@ -236,18 +251,16 @@ ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
 }
 
 // Packed or stored Q8_0, Q4_0 and I8: the tiles read packed rows as they
-// lie; stored ones through panels from kPanelMinTokens on, and so do the
-// strips of every packed matrix whose codes are not v[k] as stored (all
-// but Q8_0's and I8's: kAmxDirect), packed Q4_0's nibbles then unpacked
-// once a strip rather than once a token tile (8192 x 2048 from L3, 64
-// tokens, one thread: 6.5 -> 5.8 ms).
+// lie; stored ones through panels from kPanelMinTokens on, and the strips
+// of packed Q4_0 (a decode batch past one pass) through a panel of its
+// scales (kScalePanel).
 template <DType D>
 ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end, float* y,
                     int64_t ldy) {
   const bool packed = w.packed != nullptr;
   if (one_pass<D>(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
   if (use_amx<D>(w, in) || (packed ? !group_first(in.num_tokens) : in.num_tokens < kPanelMinTokens))
-    return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+    return token_tiles<D>(w, in, row_begin, row_end, y, ldy, Panel{});
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/!(packed && kAmxDirect<D>));
 }
 
@@ -257,7 +270,7 @@ ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t
                            float* y, int64_t ldy) {
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
   if (one_pass<D>(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
-  if (use_amx<D>(w, in)) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
+  if (use_amx<D>(w, in)) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, Panel{});
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/true);  // 17 tokens or more
 }
 
