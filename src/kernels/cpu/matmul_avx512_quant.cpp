@@ -77,21 +77,21 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
   }
 }
 
-// Rows [row_begin, row_end) x tokens t0.. t0+T-1; panel: none, or the
-// rows' entries from the first computed row on: row_begin, or for a packed
-// matrix the start of its group; ahead: nullptr, or the next strip's
-// read-ahead (strip_tiles).
+// Rows [row_begin, row_end) x tokens t0.. t0+T-1; panel: nullptr, or the
+// rows' entries (panel_entry_bytes) from the first computed row on:
+// row_begin, or for a packed matrix the start of its group; ahead: nullptr,
+// or the next strip's read-ahead (strip_tiles).
 template <DType D, int T>
 ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                               int64_t t0, float* y, int64_t ldy, Panel panel, BlockAhead* ahead) {
-  const int64_t group_bytes = in.cols / 32 * panel.entry_bytes<D>();
+                               int64_t t0, float* y, int64_t ldy, const uint8_t* panel, BlockAhead* ahead) {
+  const int64_t group_bytes = in.cols / 32 * panel_entry_bytes<D>(w.packed != nullptr);
   // Packed groups start at multiples of 16 rows; the rows before row_begin
   // in the first one are not stored.
   const int64_t first = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
   auto run = [&]<int G>(int64_t r0) {
-    auto entries = [&](int g) { return panel.at + ((r0 - first) / kGroup + g) * group_bytes; };
+    auto entries = [&](int g) { return panel + ((r0 - first) / kGroup + g) * group_bytes; };
     if constexpr (kScalePanel<D>)
-      if (panel.at != nullptr && panel.scales_only) {
+      if (panel != nullptr && w.packed != nullptr) {
         ScalePanelRows<D> src[G];
         for (int g = 0; g < G; ++g) {
           src[g].rows.at_group(w, r0 / kGroup + g);
@@ -99,7 +99,7 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
         }
         return micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy, ahead);
       }
-    if (panel.at != nullptr) {
+    if (panel != nullptr) {
       PanelRows<D> src[G];
       for (int g = 0; g < G; ++g) src[g].blocks = entries(g);
       micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy, ahead);
@@ -130,9 +130,9 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
 
 template <DType D>
 ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                           float* y, int64_t ldy, Panel panel, BlockAhead* ahead = nullptr) {
+                           float* y, int64_t ldy, const uint8_t* panel, BlockAhead* ahead = nullptr) {
   if constexpr (kAmxForm<D>)
-    if (panel.at == nullptr && use_amx<D>(w, in)) {
+    if (panel == nullptr && use_amx<D>(w, in)) {
       amx_tokens<D>(w, in, row_begin, row_end, in.num_tokens / kAmxTokens,
                     static_cast<int>(in.num_tokens % kAmxTokens), y, ldy);
       return;
@@ -212,14 +212,14 @@ template <DType D>
 ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy, bool fill) {
   const int64_t num_blocks = in.cols / 32;
-  const Panel panel{fill ? panel_storage(num_blocks) : nullptr, w.packed != nullptr && kScalePanel<D>};
+  uint8_t* panel = fill ? panel_storage(num_blocks) : nullptr;
   const int64_t first = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
   const bool read_ahead = w.packed != nullptr && group_first(in.num_tokens);
   constexpr int64_t kStripGroups = kPanelRows / kGroup;
   for (int64_t r0 = first; r0 < row_end; r0 += kPanelRows) {
     const int64_t r1 = std::min(row_end, r0 + kPanelRows);
     for (int64_t g = 0; fill && r0 + g * kGroup < r1; ++g) {
-      uint8_t* entries = panel.at + g * num_blocks * panel.entry_bytes<D>();
+      uint8_t* entries = panel + g * num_blocks * panel_entry_bytes<D>(w.packed != nullptr);
       if (w.packed != nullptr) {
         PackedRows<D> src;
         src.at_group(w, r0 / kGroup + g);
@@ -260,7 +260,7 @@ ZL_AVX512 void tile(const WeightMatrix& w, const MatmulInput& in, int64_t row_be
   const bool packed = w.packed != nullptr;
   if (one_pass<D>(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
   if (use_amx<D>(w, in) || (packed ? !group_first(in.num_tokens) : in.num_tokens < kPanelMinTokens))
-    return token_tiles<D>(w, in, row_begin, row_end, y, ldy, Panel{});
+    return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/!(packed && kAmxDirect<D>));
 }
 
@@ -270,7 +270,7 @@ ZL_AVX512 void tile_packed(const WeightMatrix& w, const MatmulInput& in, int64_t
                            float* y, int64_t ldy) {
   if (w.packed == nullptr) return tile_kernel_avx2(D)(w, in, row_begin, row_end, y, ldy);
   if (one_pass<D>(w, in)) return one_pass_tokens<D>(w, in, row_begin, row_end, y, ldy);
-  if (use_amx<D>(w, in)) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, Panel{});
+  if (use_amx<D>(w, in)) return token_tiles<D>(w, in, row_begin, row_end, y, ldy, nullptr);
   strip_tiles<D>(w, in, row_begin, row_end, y, ldy, /*fill=*/true);  // 17 tokens or more
 }
 

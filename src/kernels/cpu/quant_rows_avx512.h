@@ -535,17 +535,13 @@ ZL_AVX512 void fill_scale_panel_group(const PackedRows<D>& src, int64_t num_bloc
 template <DType D>
 constexpr bool kScalePanel = D == DType::kQ4_0 || D == DType::kQ4_K;
 
-// A strip's panel: none (at nullptr), the rows' codes and scales
-// (PanelRows), or their scales alone (ScalePanelRows), [groups, num_blocks,
-// entry_bytes].
-struct Panel {
-  uint8_t* at = nullptr;
-  bool scales_only = false;
-  template <DType D>
-  int64_t entry_bytes() const {
-    return scales_only ? kScaleEntry<D> : kPanelEntry<D>;
-  }
-};
+// The bytes per block a strip's panel keeps for each group ([groups,
+// num_blocks, entry]): the scales alone for a packed kScalePanel matrix
+// (ScalePanelRows), else codes and scales (PanelRows).
+template <DType D>
+constexpr int64_t panel_entry_bytes(bool packed) {
+  return packed && kScalePanel<D> ? kScaleEntry<D> : kPanelEntry<D>;
+}
 
 // This thread's panel of kPanelRows rows of num_blocks blocks, 64-byte aligned.
 inline uint8_t* panel_storage(int64_t num_blocks) {
