@@ -14,8 +14,9 @@ int default_num_threads() {
 
 ThreadPool::ThreadPool(int num_threads) {
   int workers = std::max(0, num_threads - 1);
+  shares_ = std::make_unique<Share[]>(static_cast<size_t>(workers) + 1);
   workers_.reserve(static_cast<size_t>(workers));
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 0; i < workers; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -32,25 +33,39 @@ namespace {
 constexpr uint64_t kPartBits = 16, kPartMask = (uint64_t{1} << kPartBits) - 1;
 }  // namespace
 
-void ThreadPool::run_parts() {
-  uint64_t c = claim_.load(std::memory_order_acquire);
+int64_t ThreadPool::claim(int self) {
+  std::atomic<uint64_t>& own = shares_[self].word;
+  for (uint64_t w = own.load(std::memory_order_acquire); (w & kPartMask) < ((w >> kPartBits) & kPartMask);)
+    if (own.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+      return static_cast<int64_t>(w & kPartMask);
   for (;;) {
-    const uint64_t next = c & kPartMask, parts = (c >> kPartBits) & kPartMask;
-    if (next >= parts) return;
-    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-    // The claim belongs to the current call, whose fields the caller wrote
-    // before publishing claim_ and keeps until this part is done.
-    const int64_t grains = (task_n_ + task_grain_ - 1) / task_grain_;
-    const auto part = static_cast<int64_t>(next), num_parts = static_cast<int64_t>(parts);
-    const int64_t begin = std::min(task_n_, grains * part / num_parts * task_grain_);
-    const int64_t end = std::min(task_n_, grains * (part + 1) / num_parts * task_grain_);
-    if (begin < end) (*task_)(begin, end);
-    parts_done_.fetch_add(1, std::memory_order_release);
-    c = claim_.load(std::memory_order_acquire);
+    int victim = -1;
+    uint64_t victim_word = 0, most = 0;
+    for (int t = 0; t < num_threads(); ++t) {
+      const uint64_t w = shares_[t].word.load(std::memory_order_acquire);
+      const uint64_t next = w & kPartMask, end = (w >> kPartBits) & kPartMask;
+      if (end > next && end - next > most) victim = t, victim_word = w, most = end - next;
+    }
+    if (victim < 0) return -1;
+    if (shares_[victim].word.compare_exchange_strong(victim_word, victim_word - (uint64_t{1} << kPartBits),
+                                                     std::memory_order_acq_rel, std::memory_order_acquire))
+      return static_cast<int64_t>((victim_word >> kPartBits) & kPartMask) - 1;
   }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::run_parts(int self) {
+  for (int64_t part = claim(self); part >= 0; part = claim(self)) {
+    // The claim belongs to the current call, whose fields the caller wrote
+    // before publishing the shares and keeps until this part is done.
+    const int64_t grains = (task_n_ + task_grain_ - 1) / task_grain_;
+    const int64_t begin = std::min(task_n_, grains * part / task_parts_ * task_grain_);
+    const int64_t end = std::min(task_n_, grains * (part + 1) / task_parts_ * task_grain_);
+    if (begin < end) (*task_)(begin, end);
+    parts_done_.fetch_add(1, std::memory_order_release);
+  }
+}
+
+void ThreadPool::worker_loop(int self) {
   uint64_t seen = 0;
   for (;;) {
     // Spin briefly: in a forward pass the next op follows within microseconds.
@@ -70,7 +85,7 @@ void ThreadPool::worker_loop() {
     }
     seen = gen;
     if (stop_.load(std::memory_order_relaxed)) return;
-    run_parts();
+    run_parts(self);
   }
 }
 
@@ -88,9 +103,14 @@ void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain, int parts_pe
   task_ = &fn;
   task_n_ = n;
   task_grain_ = grain;
+  task_parts_ = parts;
   parts_done_.store(0, std::memory_order_relaxed);
-  const uint64_t call = (claim_.load(std::memory_order_relaxed) >> 32) + 1;
-  claim_.store((call << 32) | (static_cast<uint64_t>(parts) << kPartBits), std::memory_order_release);
+  const uint64_t call = ++calls_ << 32;
+  for (int t = 0; t < num_threads(); ++t) {
+    const auto first = static_cast<uint64_t>(parts * t / num_threads());
+    const auto end = static_cast<uint64_t>(parts * (t + 1) / num_threads());
+    shares_[t].word.store(call | (end << kPartBits) | first, std::memory_order_release);
+  }
   resting_.store(false, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_seq_cst);
   // Spinning workers see the new generation; only sleeping ones need the
@@ -100,7 +120,7 @@ void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain, int parts_pe
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_all();
   }
-  run_parts();
+  run_parts(0);
   // Spin for parts still running elsewhere; yield once it takes long (cores
   // shared with other work).
   for (int spin = 0; parts_done_.load(std::memory_order_acquire) != parts; ++spin) {

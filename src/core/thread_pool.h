@@ -1,11 +1,17 @@
 // A persistent pool of worker threads for data-parallel kernels. Threads are
 // created once; each parallel_for wakes them (spin, then sleep on a condition
 // variable when idle; the caller takes its mutex only when one sleeps), and
-// the calling thread takes part. The range is cut
-// into fixed parts that whichever thread is free claims next, and the call
-// returns when every part is done: a worker the OS has descheduled (cores
-// shared with other work) delays the call by at most the part it holds, and
-// one that wakes after the last part was claimed does not delay it at all.
+// the calling thread takes part. The range is cut into fixed parts, dealt
+// out as one contiguous share a thread; each thread runs its share front to
+// back, then takes parts from the back of the share with the most left, and
+// the call returns when every part is done: a worker the OS has descheduled
+// (cores shared with other work) delays the call by at most the part it
+// holds, and one that wakes after the last part was claimed does not delay
+// it at all. Contiguous shares keep each thread on one stream of memory, so
+// a kernel that reads the rows past its part ahead reads what the same
+// thread runs next (interleaved claims left each part's first rows cold: a
+// 2048 x 2048 Q4_0 matmul of 32 tokens on two threads, 32 parts, took 0.423
+// ms against 0.395 in two parts).
 // The parts, and so each fn(begin, end) call, depend only on n, grain and the
 // part count, never on timing. Only one thread may call parallel_for at a
 // time (the thread that runs the model's forward pass: the engine thread,
@@ -67,21 +73,32 @@ class ThreadPool {
   void rest() { resting_.store(true, std::memory_order_relaxed); }
 
  private:
-  void worker_loop();
-  // Claims and runs parts of the current call until none is left.
-  void run_parts();
+  void worker_loop(int self);
+  // Claims and runs parts of the current call until none is left, thread
+  // `self` (the caller: 0) first from its own share.
+  void run_parts(int self);
+  // The next part for thread `self`, or -1 when every part is claimed.
+  int64_t claim(int self);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
   // The current call; written only while no part of the previous one is
-  // unfinished, published by the release store of claim_.
+  // unfinished, published by the release stores of the shares.
   const RangeFn* task_ = nullptr;
   int64_t task_n_ = 0;
   int64_t task_grain_ = 1;
-  // (call number << 32) | (part count << 16) | next unclaimed part: a thread
-  // late from an earlier call fails its compare-exchange instead of claiming.
-  std::atomic<uint64_t> claim_{0};
+  int64_t task_parts_ = 0;
+  uint64_t calls_ = 0;  // parallel_for calls that used the workers
+  // Thread t's share of the current call: (call number << 32) | (end << 16)
+  // | next unclaimed part, claimed from the front by t and from the back by
+  // the others. Every share of a finished call is empty, so a thread late
+  // from it claims nothing there, and its compare-exchange fails on a share
+  // rewritten since it looked.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> word{0};
+  };
+  std::unique_ptr<Share[]> shares_;
   std::atomic<int> parts_done_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> sleepers_{0};  // workers waiting on wake_

@@ -1,6 +1,6 @@
 // ThreadPool::parallel_for: the parts cover the range once, depend only on
 // the arguments, and go to whichever thread is free (a slow part does not
-// hold the parts behind it).
+// hold the parts behind it); each thread runs its own share front to back.
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -88,20 +88,69 @@ TEST(ThreadPool, FreeThreadTakesThePartsBehindASlowOne) {
   ThreadPool pool(2);
   std::mutex mutex;
   std::map<std::thread::id, std::vector<int64_t>> parts_by_thread;
-  // 8 parts of one index each; part 0 stalls its thread (as a descheduled
-  // core would), so the other thread should run all of parts 1..7.
+  std::atomic<bool> stalled{false};
+  int64_t slow_part = -1;
+  // 8 parts of one index each; the first part to start stalls its thread
+  // (as a descheduled core would), so the other thread should run all the
+  // other 7, its own share's and the slow thread's.
   pool.parallel_for(
       8,
       [&](int64_t begin, int64_t) {
-        if (begin == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        if (!stalled.exchange(true)) {
+          slow_part = begin;
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
         std::lock_guard<std::mutex> lock(mutex);
         parts_by_thread[std::this_thread::get_id()].push_back(begin);
       },
       1, 4);
   ASSERT_EQ(parts_by_thread.size(), 2u) << "both threads should have run parts";
   for (const auto& [id, parts] : parts_by_thread) {
-    const bool ran_slow_part = std::find(parts.begin(), parts.end(), 0) != parts.end();
+    const bool ran_slow_part = std::find(parts.begin(), parts.end(), slow_part) != parts.end();
     EXPECT_EQ(parts.size(), ran_slow_part ? 1u : 7u);
+  }
+}
+
+TEST(ThreadPool, EachThreadRunsItsShareFrontToBackThenTakesFromTheBack) {
+  ThreadPool pool(2);
+  std::mutex mutex;
+  std::map<std::thread::id, std::vector<int64_t>> parts_by_thread;
+  std::atomic<bool> worker_started{false};
+  const std::thread::id caller = std::this_thread::get_id();
+  // 8 parts of one index each: the caller's share is 0..3, the worker's
+  // 4..7. The caller's first part waits for the worker to run one, so the
+  // worker starts on its own share rather than finding it taken.
+  pool.parallel_for(
+      8,
+      [&](int64_t begin, int64_t) {
+        if (begin == 0) {
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+          while (!worker_started.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        }
+        std::lock_guard<std::mutex> lock(mutex);
+        parts_by_thread[std::this_thread::get_id()].push_back(begin);
+        if (std::this_thread::get_id() != caller) worker_started.store(true);
+      },
+      1, 4);
+  // (The caller may run none: descheduled before its first claim, it finds
+  // every part taken.)
+  ASSERT_TRUE(worker_started.load()) << "the worker should have run parts";
+  for (const auto& [id, parts] : parts_by_thread) {
+    const int64_t first = id == caller ? 0 : 4;
+    SCOPED_TRACE(testing::Message() << (id == caller ? "caller" : "worker"));
+    ASSERT_FALSE(parts.empty());
+    EXPECT_EQ(parts[0], first);
+    // Its own share ascending from its front, then the other's descending
+    // from its back.
+    auto own = [&](int64_t part) { return part >= first && part < first + 4; };
+    size_t i = 1;
+    while (i < parts.size() && parts[i] == parts[i - 1] + 1 && own(parts[i])) ++i;
+    for (; i < parts.size(); ++i) {
+      EXPECT_FALSE(own(parts[i])) << "part " << parts[i] << " of its own share, out of order";
+      if (!own(parts[i - 1])) {
+        EXPECT_LT(parts[i], parts[i - 1]);
+      }
+    }
   }
 }
 
