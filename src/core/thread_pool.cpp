@@ -31,25 +31,28 @@ ThreadPool::~ThreadPool() {
 
 namespace {
 constexpr uint64_t kPartBits = 16, kPartMask = (uint64_t{1} << kPartBits) - 1;
+// A share's fields (ThreadPool::Share).
+uint64_t share_next(uint64_t word) { return word & kPartMask; }
+uint64_t share_end(uint64_t word) { return (word >> kPartBits) & kPartMask; }
 }  // namespace
 
 int64_t ThreadPool::claim(int self) {
   std::atomic<uint64_t>& own = shares_[self].word;
-  for (uint64_t w = own.load(std::memory_order_acquire); (w & kPartMask) < ((w >> kPartBits) & kPartMask);)
+  for (uint64_t w = own.load(std::memory_order_acquire); share_next(w) < share_end(w);)
     if (own.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire))
-      return static_cast<int64_t>(w & kPartMask);
+      return static_cast<int64_t>(share_next(w));
   for (;;) {
     int victim = -1;
     uint64_t victim_word = 0, most = 0;
     for (int t = 0; t < num_threads(); ++t) {
       const uint64_t w = shares_[t].word.load(std::memory_order_acquire);
-      const uint64_t next = w & kPartMask, end = (w >> kPartBits) & kPartMask;
-      if (end > next && end - next > most) victim = t, victim_word = w, most = end - next;
+      if (share_end(w) > share_next(w) && share_end(w) - share_next(w) > most)
+        victim = t, victim_word = w, most = share_end(w) - share_next(w);
     }
     if (victim < 0) return -1;
     if (shares_[victim].word.compare_exchange_strong(victim_word, victim_word - (uint64_t{1} << kPartBits),
                                                      std::memory_order_acq_rel, std::memory_order_acquire))
-      return static_cast<int64_t>((victim_word >> kPartBits) & kPartMask) - 1;
+      return static_cast<int64_t>(share_end(victim_word)) - 1;
   }
 }
 
