@@ -52,6 +52,7 @@
 #include "bandwidth_probe.h"
 #include "compute_probe.h"
 #include "bundle/model_loader.h"
+#include "core/aligned_vector.h"
 #include "kernels/cpu/matmul.h"
 #include "model/llama.h"
 
@@ -197,7 +198,7 @@ struct Run {
   DType block_dtype = DType::kQ8_0;  // whose block form (the first layer's wq)
   std::mt19937 rng{7};
   std::uniform_int_distribution<int32_t> token;
-  std::vector<float> logits;
+  zl::AlignedVector<float> logits;
 };
 
 // One phase's runs: seconds and CPU seconds each; for decode runs paired

@@ -20,6 +20,7 @@
 #include <random>
 
 #include "bandwidth_probe.h"
+#include "core/aligned_vector.h"
 #include "kernels/cpu/matmul.h"
 #include "model/weights.h"
 
@@ -117,7 +118,8 @@ int main(int argc, char** argv) {
   for (int64_t i = 0; i < rows * cols; ++i) wf[i] = u(rng);
   zl::ThreadPool pool(threads);
   const int max_tokens = *std::max_element(tokens.begin(), tokens.end());
-  std::vector<float> x(static_cast<size_t>(max_tokens * cols)), y(static_cast<size_t>(max_tokens * rows));
+  std::vector<float> x(static_cast<size_t>(max_tokens * cols));
+  zl::AlignedVector<float> y(static_cast<size_t>(max_tokens * rows));  // as the model's outputs
   for (float& v : x) v = u(rng);
   for (const std::string& name : formats) {
     auto w = bench_matrix(name, wf, rows, cols, storage);

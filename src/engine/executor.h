@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "engine/engine_state.h"
 #include "engine/forward_runner.h"
 #include "engine/step_plan.h"
@@ -67,7 +68,7 @@ class Executor {
   std::array<float, 8> ns_per_token_{};
   size_t num_timed_ = 0;
   Clock::time_point last_end_;
-  std::vector<float> logits_;            // [max_num_seqs, vocab_size]
+  AlignedVector<float> logits_;          // [max_num_seqs, vocab_size]
   // Declared after what a pass reads, so that it is destroyed (waiting for
   // the pass) first.
   std::unique_ptr<ForwardRunner> runner_;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/aligned_vector.h"
 #include "core/check.h"
 #include "core/fault.h"
 #include "kernels/cpu/activation.h"
@@ -16,17 +17,19 @@
 
 namespace zl {
 
-// Activations for up to max_batch_tokens tokens (T), allocated once.
+// Activations for up to max_batch_tokens tokens (T), allocated once, each
+// on a cache line (where the matmul kernels write past the caches,
+// streams_outputs in kernels/cpu/matmul_kernels.h, they need whole lines).
 struct LlamaModel::Buffers {
-  std::vector<float> x;       // [T, dim] residual stream
-  std::vector<float> xb;      // [T, dim] normalised input of a block
-  std::vector<float> q;       // [T, q_dim]
-  std::vector<float> k;       // [T, kv_dim]
-  std::vector<float> v;       // [T, kv_dim]
-  std::vector<float> att;     // [T, q_dim] attention output before wo
-  std::vector<float> proj;    // [T, dim] output of wo / w_down
-  std::vector<float> gate;    // [T, hidden_dim], a dense MLP's
-  std::vector<float> up;      // [T, hidden_dim]
+  AlignedVector<float> x;       // [T, dim] residual stream
+  AlignedVector<float> xb;      // [T, dim] normalised input of a block
+  AlignedVector<float> q;       // [T, q_dim]
+  AlignedVector<float> k;       // [T, kv_dim]
+  AlignedVector<float> v;       // [T, kv_dim]
+  AlignedVector<float> att;     // [T, q_dim] attention output before wo
+  AlignedVector<float> proj;    // [T, dim] output of wo / w_down
+  AlignedVector<float> gate;    // [T, hidden_dim], a dense MLP's
+  AlignedVector<float> up;      // [T, hidden_dim]
   std::vector<int32_t> positions;            // [T]
   std::vector<const int32_t*> block_tables;  // [T] the token's sequence's table
   std::vector<const int32_t*> window_tables; // [T] its window table (cache with window slots)

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/matmul.h"
 #include "model/config.h"
@@ -48,16 +49,16 @@ class MoeMlp {
 
   const ModelConfig& config_;
   const int32_t k_;
-  std::vector<float> logits_;         // [T, num_experts] router logits
+  AlignedVector<float> logits_;       // [T, num_experts] router logits
   std::vector<int32_t> ids_;          // [T, k] each token's experts, ascending
   std::vector<float> weights_;        // [T, k] and their weights
   std::vector<int32_t> offsets_;      // [num_experts + 1] first grouped row of each expert
   std::vector<int32_t> row_token_;    // [T * k] the token of each grouped row
   std::vector<int32_t> slot_row_;     // [T, k] the grouped row of each token's slot
   std::vector<float> x_;              // [T * k, dim] xb's rows in grouped order
-  std::vector<float> gate_;           // [T * k, expert_hidden_dim]
-  std::vector<float> up_;             // [T * k, expert_hidden_dim]
-  std::vector<float> down_;           // [T * k, dim]
+  AlignedVector<float> gate_;         // [T * k, expert_hidden_dim]
+  AlignedVector<float> up_;           // [T * k, expert_hidden_dim]
+  AlignedVector<float> down_;         // [T * k, dim]
   std::vector<cpu::MatmulTarget> targets_;  // [2 * num_experts]
   std::vector<cpu::MatmulGroup> groups_;    // [num_experts]
   int64_t expert_runs_ = 0;

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/quantize.h"
@@ -398,6 +399,40 @@ TEST(MatmulTest, PackedOnlyTargetsSplitInsideGroups) {
       EXPECT_EQ(ys[i], alone) << dtype_name(dtypes[i]) << " tokens " << tokens;
     }
   }
+}
+
+// Decode batches of 17-64 tokens write their outputs past the caches where
+// y's token rows start on cache lines (streams_outputs): the same bits as
+// through the caches, on two threads (the second's rows are streamed too),
+// and a matrix whose rows are not a multiple of 16 is not streamed.
+TEST(MatmulTest, StreamedOutputsEqualCachedOnes) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "outputs are streamed by the AVX-512 kernels only";
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool(2);
+  const int64_t cols = 512, max_tokens = 64;
+  std::vector<float> x(static_cast<size_t>(max_tokens * cols));
+  for (float& v : x) v = u(rng);
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kI8, DType::kQ4_K, DType::kQ6_K, DType::kQ5_0,
+                      DType::kQ5_1, DType::kQ5_K, DType::kQ3_K, DType::kQ2_K, DType::kIQ4_NL, DType::kIQ4_XS})
+    for (int64_t rows : {48, 40}) {
+      std::vector<float> wf(static_cast<size_t>(rows * cols));
+      for (float& v : wf) v = u(rng);
+      Quantized m = make_matrix(dtype, wf, rows, cols);
+      const WeightMatrix w = m.with_packed();
+      AlignedVector<float> lines(static_cast<size_t>(max_tokens * rows + 16), NAN), off(lines.size(), NAN);
+      float* shifted = off.data() + 1;  // 4 bytes into a line: never streamed
+      ASSERT_EQ(streams_outputs(lines.data(), rows), rows % 16 == 0);
+      ASSERT_FALSE(streams_outputs(shifted, rows));
+      for (int64_t tokens : {17, 32, 64}) {
+        matmul(pool, x.data(), w, nullptr, lines.data(), tokens, Isa::kAvx512);
+        matmul(pool, x.data(), w, nullptr, shifted, tokens, Isa::kAvx512);
+        for (int64_t i = 0; i < tokens * rows; ++i)
+          ASSERT_EQ(lines[static_cast<size_t>(i)], shifted[i])
+              << dtype_name(dtype) << " rows " << rows << " tokens " << tokens << " token " << i / rows << " row "
+              << i % rows;
+      }
+    }
 }
 
 // 16-token tiles of the packed formats scaled per block of 32 go to the AMX

@@ -27,10 +27,11 @@ struct BlockAhead {
 };
 
 // G groups of 16 rows (src[g]) from row r0 on x tokens t0.. t0+T-1; rows
-// outside [row_lo, row_end) are computed but not stored.
+// outside [row_lo, row_end) are computed but not stored; stream: as
+// group_store's.
 template <DType D, int G, int T, class Src>
 ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& in, int64_t r0, int64_t row_lo,
-                     int64_t row_end, int64_t t0, float* y, int64_t ldy, BlockAhead* ahead) {
+                     int64_t row_end, int64_t t0, float* y, int64_t ldy, BlockAhead* ahead, bool stream = false) {
   const int64_t n = in.cols, num_blocks = n / 32;
   // The read-ahead's state in a local for the loop, where the tile holds 8
   // accumulators or more: through the pointer GCC loaded and stored it
@@ -71,7 +72,7 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
   if (kLocalAhead && ahead != nullptr) *ahead = local;
 #pragma GCC unroll 16
   for (int g = 0; g < G; ++g) {
-    const GroupStore out = group_store<D>(w, r0 + g * kGroup, row_lo, row_end, y, ldy);
+    const GroupStore out = group_store<D>(w, r0 + g * kGroup, row_lo, row_end, y, ldy, stream);
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) out.store(t0 + t, acc[g][t]);
   }
@@ -80,10 +81,11 @@ ZL_AVX512 void micro(const Src* src, const WeightMatrix& w, const MatmulInput& i
 // Rows [row_begin, row_end) x tokens t0.. t0+T-1; panel: nullptr, or the
 // rows' entries (panel_entry_bytes) from the first computed row on:
 // row_begin, or for a packed matrix the start of its group; ahead: nullptr,
-// or the next strip's read-ahead (strip_tiles).
+// or the next strip's read-ahead (strip_tiles); stream: as group_store's.
 template <DType D, int T>
 ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                               int64_t t0, float* y, int64_t ldy, const uint8_t* panel, BlockAhead* ahead) {
+                               int64_t t0, float* y, int64_t ldy, const uint8_t* panel, BlockAhead* ahead,
+                               bool stream) {
   const int64_t group_bytes = in.cols / 32 * panel_entry_bytes<D>(w.packed != nullptr);
   // Packed groups start at multiples of 16 rows; the rows before row_begin
   // in the first one are not stored.
@@ -97,23 +99,23 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
           src[g].rows.at_group(w, r0 / kGroup + g);
           src[g].scales = entries(g);
         }
-        return micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy, ahead);
+        return micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy, ahead, stream);
       }
     if (panel != nullptr) {
       PanelRows<D> src[G];
       for (int g = 0; g < G; ++g) src[g].blocks = entries(g);
-      micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy, ahead);
+      micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy, ahead, stream);
     } else if (w.packed != nullptr) {
       PackedRows<D> src[G];
       for (int g = 0; g < G; ++g) src[g].at_group(w, r0 / kGroup + g);
-      micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy, ahead);
+      micro<D, G, T>(src, w, in, r0, row_begin, row_end, t0, y, ldy, ahead, stream);
     } else if constexpr (D == DType::kQ8_0 || D == DType::kQ4_0 || D == DType::kI8) {  // the others: packed only
       if constexpr (G == 2) {
         const StoredRows<D> src[2] = {StoredRows<D>(w, r0, row_end), StoredRows<D>(w, r0 + kGroup, row_end)};
-        micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy, ahead);
+        micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy, ahead, stream);
       } else {
         const StoredRows<D> src[1] = {StoredRows<D>(w, r0, row_end)};
-        micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy, ahead);
+        micro<D, G, T>(src, w, in, r0, r0, row_end, t0, y, ldy, ahead, stream);
       }
     }
   };
@@ -130,7 +132,8 @@ ZL_AVX512 void rows_for_tokens(const WeightMatrix& w, const MatmulInput& in, int
 
 template <DType D>
 ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
-                           float* y, int64_t ldy, const uint8_t* panel, BlockAhead* ahead = nullptr) {
+                           float* y, int64_t ldy, const uint8_t* panel, BlockAhead* ahead = nullptr,
+                           bool stream = false) {
   if constexpr (kAmxForm<D>)
     if (panel == nullptr && use_amx<D>(w, in)) {
       amx_tokens<D>(w, in, row_begin, row_end, in.num_tokens / kAmxTokens,
@@ -138,7 +141,7 @@ ZL_AVX512 void token_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
       return;
     }
   each_token_tile(in.num_tokens, [&]<int T>(int64_t t0) {
-    rows_for_tokens<D, T>(w, in, row_begin, row_end, t0, y, ldy, panel, ahead);
+    rows_for_tokens<D, T>(w, in, row_begin, row_end, t0, y, ldy, panel, ahead, stream);
   });
 }
 
@@ -207,7 +210,10 @@ ZL_AVX512 void one_pass_tokens(const WeightMatrix& w, const MatmulInput& in, int
 // of packed rows reads the next strip ahead (ReadAhead; dummy:llama-1b on
 // the Xeon VM without AMX, q8_0, 16 / 32 tokens a step: 152-154 -> 173-194 /
 // 198 -> 232-234 tokens/s, when 16 tokens still took the strips); fewer
-// than 17 run as one pass (one_pass_tokens).
+// than 17 run as one pass (one_pass_tokens). The outputs go past the caches
+// where y allows (streams_outputs; dummy:llama-1b decode steps, one thread,
+// 32 / 64 tokens: q4_0 +9 / +14%, q4_k +16 / +12%, q8_0 +9 / +11%;
+// bench/results/roofline).
 template <DType D>
 ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t row_begin, int64_t row_end,
                            float* y, int64_t ldy, bool fill) {
@@ -215,6 +221,7 @@ ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
   uint8_t* panel = fill ? panel_storage(num_blocks) : nullptr;
   const int64_t first = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
   const bool read_ahead = w.packed != nullptr && group_first(in.num_tokens);
+  const bool stream = group_first(in.num_tokens) && streams_outputs(y, ldy);
   constexpr int64_t kStripGroups = kPanelRows / kGroup;
   for (int64_t r0 = first; r0 < row_end; r0 += kPanelRows) {
     const int64_t r1 = std::min(row_end, r0 + kPanelRows);
@@ -246,8 +253,11 @@ ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
         ahead.stream[1] = ReadAhead::over_tiles(reinterpret_cast<const uint8_t*>(next.scales), in.num_tokens);
       }
     }
-    token_tiles<D>(w, in, std::max(row_begin, r0), r1, y, ldy, panel, read_ahead ? &ahead : nullptr);
+    token_tiles<D>(w, in, std::max(row_begin, r0), r1, y, ldy, panel, read_ahead ? &ahead : nullptr, stream);
   }
+  // Non-temporal stores are not ordered with later ones: the fence puts them
+  // before the pool's report that these rows are done.
+  if (stream) _mm_sfence();
 }
 
 // Packed or stored Q8_0, Q4_0 and I8: the tiles read packed rows as they

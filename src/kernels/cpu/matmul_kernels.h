@@ -163,6 +163,19 @@ constexpr int64_t kGroupFirstMaxTokens = 64;
 // A decode batch, which runs group by group: up to kGroupFirstMaxTokens.
 inline bool group_first(int64_t num_tokens) { return num_tokens <= kGroupFirstMaxTokens; }
 
+// Whether a decode batch's strips (17-64 tokens a call; 8-64 of a stored
+// matrix) write their outputs with non-temporal stores, a whole 64-byte
+// line each (so y's token rows must start on lines): a strip writes its 32
+// rows of every token, one line per token and group, and a decode step's
+// outputs are never in cache when written (the weights streamed since
+// evicted them), so each plain store first read its line from memory, 11%
+// more traffic than the weights at 32 tokens of Q4_0, and its misses
+// stalled the stores behind them. Not the one pass (1-16 tokens): there it
+// did not measure faster. Needs an sfence before another thread reads y.
+inline bool streams_outputs(const float* y, int64_t ldy) {
+  return reinterpret_cast<uintptr_t>(y) % 64 == 0 && ldy % kPackRows == 0;
+}
+
 // Lanes of the packed group of rows [rg, rg + 16) that a tile of rows
 // [row_lo, row_end) stores (a __mmask16): groups cut by the tile's edges are
 // computed whole and stored in part.

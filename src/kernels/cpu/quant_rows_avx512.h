@@ -472,24 +472,33 @@ ZL_AVX512 __attribute__((always_inline)) inline __m512 token_block(const __m512i
 }
 
 // Where group rg's outputs go (the rows in [row_lo, row_end) of y) and what
-// they are multiplied by there: I8's row scales, else 1.
+// they are multiplied by there: I8's row scales, else 1. stream: each
+// token's 16 outputs are one whole cache line, written past the caches
+// (streams_outputs, matmul_kernels.h).
 struct GroupStore {
   __mmask16 mask;
   __m512 row_scale;
   float* out;  // y + rg: token t's outputs at out + t * ldy
   int64_t ldy;
+  bool stream;
   // acc by value: through a pointer GCC kept a 2 x 4 tile's accumulators
   // in memory too, storing all 8 every block.
   ZL_AVX512 void store(int64_t t, __m512 acc) const {
-    _mm512_mask_storeu_ps(out + t * ldy, mask, _mm512_mul_ps(acc, row_scale));
+    if (stream) {
+      _mm512_stream_ps(out + t * ldy, _mm512_mul_ps(acc, row_scale));
+    } else {
+      _mm512_mask_storeu_ps(out + t * ldy, mask, _mm512_mul_ps(acc, row_scale));
+    }
   }
 };
+// stream: the caller's streams_outputs(y, ldy); a group cut by the tile's
+// edges is stored in part, through the caches.
 template <DType D>
 ZL_AVX512 inline GroupStore group_store(const WeightMatrix& w, int64_t rg, int64_t row_lo, int64_t row_end, float* y,
-                                        int64_t ldy) {
+                                        int64_t ldy, bool stream = false) {
   const __mmask16 m = group_store_mask(rg, row_lo, row_end);
   const __m512 row_scale = D == DType::kI8 ? _mm512_maskz_loadu_ps(m, w.scales + rg) : _mm512_set1_ps(1.0f);
-  return GroupStore{m, row_scale, y + rg, ldy};
+  return GroupStore{m, row_scale, y + rg, ldy, stream && m == 0xffff};
 }
 
 // From this many tokens on, rows are transposed (stored matrices) or unpacked
