@@ -433,6 +433,20 @@ TEST(MatmulTest, StreamedOutputsEqualCachedOnes) {
               << i % rows;
       }
     }
+  // A stored matrix's strips start at the first row of the call's rows: for
+  // the second of two targets, 24 rows into it (its rows 24.. in the part
+  // from row 64), inside a group, where a line store would not be aligned.
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kI8}) {
+    std::vector<float> wf(static_cast<size_t>(88 * cols));
+    for (float& v : wf) v = u(rng);
+    Quantized a = make_matrix(dtype, std::vector<float>(wf.begin(), wf.begin() + 40 * cols), 40, cols);
+    Quantized b = make_matrix(dtype, std::vector<float>(wf.begin() + 40 * cols, wf.end()), 48, cols);
+    AlignedVector<float> ya(static_cast<size_t>(32 * 40)), yb(static_cast<size_t>(32 * 48)), alone(yb.size());
+    const MatmulTarget targets[] = {{&a.w, nullptr, ya.data()}, {&b.w, nullptr, yb.data()}};
+    matmul(pool, x.data(), 32, targets, Isa::kAvx512);
+    matmul(pool, x.data(), b.w, nullptr, alone.data(), 32, Isa::kAvx512);
+    EXPECT_EQ(yb, alone) << dtype_name(dtype);
+  }
 }
 
 // 16-token tiles of the packed formats scaled per block of 32 go to the AMX

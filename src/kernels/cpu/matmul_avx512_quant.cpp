@@ -221,7 +221,8 @@ ZL_AVX512 void strip_tiles(const WeightMatrix& w, const MatmulInput& in, int64_t
   uint8_t* panel = fill ? panel_storage(num_blocks) : nullptr;
   const int64_t first = w.packed != nullptr ? row_begin / kGroup * kGroup : row_begin;
   const bool read_ahead = w.packed != nullptr && group_first(in.num_tokens);
-  const bool stream = group_first(in.num_tokens) && streams_outputs(y, ldy);
+  // From first on: a stored matrix's strips can start inside a group.
+  const bool stream = group_first(in.num_tokens) && streams_outputs(y + first, ldy);
   constexpr int64_t kStripGroups = kPanelRows / kGroup;
   for (int64_t r0 = first; r0 < row_end; r0 += kPanelRows) {
     const int64_t r1 = std::min(row_end, r0 + kPanelRows);

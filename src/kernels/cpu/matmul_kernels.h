@@ -172,6 +172,7 @@ inline bool group_first(int64_t num_tokens) { return num_tokens <= kGroupFirstMa
 // more traffic than the weights at 32 tokens of Q4_0, and its misses
 // stalled the stores behind them. Not the one pass (1-16 tokens): there it
 // did not measure faster. Needs an sfence before another thread reads y.
+// y: the outputs of the first row a tile stores, groups of 16 rows from it.
 inline bool streams_outputs(const float* y, int64_t ldy) {
   return reinterpret_cast<uintptr_t>(y) % 64 == 0 && ldy % kPackRows == 0;
 }
