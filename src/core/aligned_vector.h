@@ -20,7 +20,7 @@ struct CacheLineAllocator {
   template <class U>
   CacheLineAllocator(const CacheLineAllocator<U>&) {}
   T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
-  void deallocate(T* p, size_t n) { ::operator delete(p, n * sizeof(T), kAlign); }
+  void deallocate(T* p, size_t) { ::operator delete(p, kAlign); }
   template <class U>
   bool operator==(const CacheLineAllocator<U>&) const { return true; }
 };
