@@ -1,9 +1,9 @@
 // std::vector whose data starts on a 64-byte cache line. Why: the matmul
-// kernels write a group of 16 float outputs as one 64-byte vector, and
-// where the outputs are larger than L2 they write them past the caches
-// (non-temporal stores, kernels/cpu/matmul_avx512_quant.cpp), which needs
-// every such vector to be one whole line: a plain vector's data sits 16
-// bytes into a line (glibc's chunk header).
+// kernels write a group of 16 float outputs as one 64-byte vector, and in
+// decode batches of 17-64 tokens they write them past the caches
+// (non-temporal stores, streams_outputs in kernels/cpu/matmul_kernels.h),
+// which needs every such vector to be one whole line: a large plain
+// vector's data sits 16 bytes into a line (glibc's chunk header).
 #pragma once
 
 #include <cstddef>
