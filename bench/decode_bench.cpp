@@ -31,6 +31,13 @@
 // before each run, as the sweep is (a probe of the whole process moved
 // 269-444 GMAC/s between processes on the Xeon VM), and block_peak_gmacs is
 // the median of the runs'.
+// Each decode line also times every step: tok_s_step_median is the batch
+// over the median step, and roofline_fraction_step_median (and the block
+// one) the fraction against each run's median step; steal_fraction is the
+// share of the machine's CPU time its hypervisor gave to other guests
+// during the runs (/proc/stat). On a shared VM a vCPU descheduled in the
+// middle of a step stalls the threads that wait for its part: such steps
+// move the mean, not the median, and the stolen share says how often.
 // A mixture-of-experts step streams its dense matrices and, per layer, the
 // experts its tokens chose (counted by the model; step_bytes,
 // experts_per_layer): the sweep time is scaled to those bytes, and a token's
@@ -78,6 +85,27 @@ double thread_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// The cpu line of /proc/stat: ticks the hypervisor gave to other guests
+// while this VM's vCPUs had work (steal), and all ticks. steal < 0 where
+// it cannot be read (not Linux).
+struct CpuTicks {
+  long long steal = -1, total = 0;
+};
+
+CpuTicks read_cpu_ticks() {
+  CpuTicks t;
+  std::FILE* f = std::fopen("/proc/stat", "r");
+  if (f == nullptr) return t;
+  long long v[8] = {};  // user nice system idle iowait irq softirq steal
+  if (std::fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                  &v[6], &v[7]) == 8) {
+    t.steal = v[7];
+    t.total = std::accumulate(v, v + 8, 0LL);
+  }
+  std::fclose(f);
+  return t;
 }
 
 StatusOr<WeightFormat> parse_format(const std::string& name) {
@@ -218,11 +246,35 @@ struct Measured {
   // dense matrices and the experts that had tokens) and experts run per
   // layer and step. Empty: every step streams all of weight_bytes.
   std::vector<double> step_bytes, experts_per_layer;
+  // Decode: every timed step's seconds; per run, the roofline and block
+  // fractions against the run's median step (a step in which the
+  // hypervisor descheduled a vCPU, stalling the threads that wait for its
+  // part, counts once, not in the mean), and the share of the machine's CPU
+  // time stolen meanwhile (read_cpu_ticks).
+  std::vector<double> step_seconds, step_fractions, block_step_fractions, steal_fractions;
 };
 
 // The bytes one forward pass of the measurement streams.
 double bytes_per_pass(const Run& r, const Measured& m) {
   return m.step_bytes.empty() ? static_cast<double>(r.weight_bytes) : summarize(m.step_bytes).median;
+}
+
+// A decode line's per-step fields: tokens/s at the median step, the
+// fractions against each run's median step, the stolen share.
+std::string step_fields(const Measured& m) {
+  if (m.step_seconds.empty()) return "";
+  char out[320];
+  int n = std::snprintf(out, sizeof out, ",\"tok_s_step_median\":%.2f", m.batch / summarize(m.step_seconds).median);
+  auto add = [&](const char* name, const std::vector<double>& v) {
+    if (v.empty()) return;
+    const Summary sum = summarize(v);
+    n += std::snprintf(out + n, sizeof out - static_cast<size_t>(n), ",\"%s\":%.3f,\"%s_max\":%.3f", name,
+                       sum.median, name, sum.max);
+  };
+  add("roofline_fraction_step_median", m.step_fractions);
+  add("block_roofline_fraction_step_median", m.block_step_fractions);
+  add("steal_fraction", m.steal_fractions);
+  return out;
 }
 
 // The bandwidth and roofline fields of a line.
@@ -273,11 +325,11 @@ void print_line(const Run& r, const Measured& m) {
   std::printf("{\"bench\":\"%s\",\"model\":\"%s\",\"format\":\"%s\",\"kv_dtype\":\"%s\","
               "\"kv_bytes_per_token\":%lld,\"context\":%d,\"isa\":\"%s\",\"threads\":%d,\"batch\":%d,"
               "\"tokens_per_run\":%d,\"runs\":%zu,\"tok_s_min\":%.2f,\"tok_s_median\":%.2f,\"tok_s_max\":%.2f,"
-              "\"weight_bytes\":%lld%s,\"weight_gbs\":%.2f,%s,\"gflops\":%.1f,\"cpu_tok_s_median\":%.2f}\n",
+              "\"weight_bytes\":%lld%s,\"weight_gbs\":%.2f,%s%s,\"gflops\":%.1f,\"cpu_tok_s_median\":%.2f}\n",
               m.phase, o.model.c_str(), r.format.c_str(), kv_cache_dtype_name(r.kv.dtype),
               static_cast<long long>(r.kv.bytes_per_token), o.context, cpu::isa_name(cpu::active_isa()), o.threads,
               m.batch, m.tokens_per_run, m.seconds.size(), s.min, s.median, s.max,
-              static_cast<long long>(r.weight_bytes), moe, gbs, ceiling_fields(r, m, gbs).c_str(),
+              static_cast<long long>(r.weight_bytes), moe, gbs, ceiling_fields(r, m, gbs).c_str(), step_fields(m).c_str(),
               2.0 * static_cast<double>(r.params) * s.median / 1e9, summarize(cpu_tok_s).median);
   std::fflush(stdout);
 }
@@ -287,7 +339,7 @@ Status bench_prefill(Run& r) {
   const Options& o = r.o;
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt));
   for (int32_t& t : prompt) t = r.token(r.rng);
-  Measured m{"prefill", 1, o.prompt, 0, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Measured m{"prefill", 1, o.prompt, 0, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   for (int run = 0; run <= o.runs; ++run) {
     SeqChunk chunk{0, o.prompt, 0, r.tables[0]};
     int32_t last = o.prompt - 1;
@@ -304,8 +356,9 @@ Status bench_prefill(Run& r) {
 }
 
 // o.steps single-token steps of `batch` sequences from position `start_pos`
-// (after 16-token prompts, or a filled context); returns seconds.
-StatusOr<double> decode_steps(Run& r, int batch, int start_pos) {
+// (after 16-token prompts, or a filled context); returns seconds, each
+// step's into *steps.
+StatusOr<double> decode_steps(Run& r, int batch, int start_pos, std::vector<double>* steps) {
   std::vector<SeqChunk> chunks;
   std::vector<int32_t> rows;
   const auto start = std::chrono::steady_clock::now();
@@ -318,7 +371,9 @@ StatusOr<double> decode_steps(Run& r, int batch, int start_pos) {
       chunks.push_back({s, 1, start_pos + step, r.tables[static_cast<size_t>(s)]});
       rows.push_back(s);
     }
+    const auto step_start = std::chrono::steady_clock::now();
     ZL_RETURN_IF_ERROR(r.model.forward({step_tokens, chunks, rows}, r.cache, r.logits.data()));
+    steps->push_back(seconds_since(step_start));
   }
   return seconds_since(start);
 }
@@ -329,7 +384,7 @@ Status bench_decode(Run& r, SpanSweep& floor, int batch) {
   // The step's multiply-adds at the format's dot-product peak.
   const double macs = batch * static_cast<double>(r.params);
   const double compute_s = r.peak_gmacs > 0 ? macs / (r.peak_gmacs * 1e9) : 0;
-  Measured m{"decode", batch, batch * o.steps, compute_s, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Measured m{"decode", batch, batch * o.steps, compute_s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   for (int run = 0; run <= o.runs; ++run) {
     if (o.context == 0) {  // 16-token prompts for every sequence, untimed
       std::vector<int32_t> toks(static_cast<size_t>(batch) * 16);
@@ -348,8 +403,16 @@ Status bench_decode(Run& r, SpanSweep& floor, int batch) {
     const double block_gmacs = paired && r.block_peak ? int8_block_peak_gmacs(r.model.pool(), r.block_dtype) : 0;
     const double cpu_start = thread_cpu_seconds();
     const int64_t expert_runs = r.model.moe_expert_runs();
-    ZL_ASSIGN_OR_RETURN(const double seconds, decode_steps(r, batch, o.context > 0 ? o.context : 16));
+    std::vector<double> steps;
+    const CpuTicks ticks = read_cpu_ticks();
+    ZL_ASSIGN_OR_RETURN(const double seconds, decode_steps(r, batch, o.context > 0 ? o.context : 16, &steps));
     if (run == 0) continue;  // warm-up
+    const CpuTicks ticks_end = read_cpu_ticks();
+    if (ticks.steal >= 0 && ticks_end.total > ticks.total)
+      m.steal_fractions.push_back(static_cast<double>(ticks_end.steal - ticks.steal) /
+                                  static_cast<double>(ticks_end.total - ticks.total));
+    m.step_seconds.insert(m.step_seconds.end(), steps.begin(), steps.end());
+    const double step_median = summarize(steps).median;
     m.seconds.push_back(seconds);
     m.cpu_seconds.push_back(thread_cpu_seconds() - cpu_start);
     // The share of the weights a step streamed: all of them, or for MoE the
@@ -366,10 +429,16 @@ Status bench_decode(Run& r, SpanSweep& floor, int batch) {
     if (paired) {
       m.bw_fractions.push_back(share * sweep_s / (seconds / o.steps));
       m.sweep_gbs.push_back(static_cast<double>(r.weight_bytes) / sweep_s / 1e9);
-      if (compute_s > 0) m.roofline_fractions.push_back(std::max(share * sweep_s, compute_s) / (seconds / o.steps));
+      if (compute_s > 0) {
+        const double floor_s = std::max(share * sweep_s, compute_s);
+        m.roofline_fractions.push_back(floor_s / (seconds / o.steps));
+        m.step_fractions.push_back(floor_s / step_median);
+      }
       if (block_gmacs > 0) {
+        const double floor_s = std::max(share * sweep_s, macs / (block_gmacs * 1e9));
         m.block_gmacs.push_back(block_gmacs);
-        m.block_fractions.push_back(std::max(share * sweep_s, macs / (block_gmacs * 1e9)) / (seconds / o.steps));
+        m.block_fractions.push_back(floor_s / (seconds / o.steps));
+        m.block_step_fractions.push_back(floor_s / step_median);
       }
     }
   }
