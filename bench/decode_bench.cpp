@@ -329,8 +329,9 @@ void print_line(const Run& r, const Measured& m) {
               m.phase, o.model.c_str(), r.format.c_str(), kv_cache_dtype_name(r.kv.dtype),
               static_cast<long long>(r.kv.bytes_per_token), o.context, cpu::isa_name(cpu::active_isa()), o.threads,
               m.batch, m.tokens_per_run, m.seconds.size(), s.min, s.median, s.max,
-              static_cast<long long>(r.weight_bytes), moe, gbs, ceiling_fields(r, m, gbs).c_str(), step_fields(m).c_str(),
-              2.0 * static_cast<double>(r.params) * s.median / 1e9, summarize(cpu_tok_s).median);
+              static_cast<long long>(r.weight_bytes), moe, gbs, ceiling_fields(r, m, gbs).c_str(),
+              step_fields(m).c_str(), 2.0 * static_cast<double>(r.params) * s.median / 1e9,
+              summarize(cpu_tok_s).median);
   std::fflush(stdout);
 }
 
